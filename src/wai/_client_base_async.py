@@ -1,0 +1,292 @@
+"""Producer and admin API shared by the async client (source of the sync client)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from types import TracebackType
+from typing import Any, LiteralString, Self, TypeVar
+
+from psycopg import AsyncConnection, AsyncCursor
+from psycopg_pool import AsyncConnectionPool
+
+from wai import _db_async as db
+from wai import _producer_async as producer
+from wai._sql import validate_schema
+from wai._translate import translate_errors
+from wai.errors import JobNotFound, SchemaNotMigrated, ValidationError
+from wai.inserts import EnqueueRequest, NewJob, build_job
+from wai.job import JobRow, JobState
+from wai.migrate import migrations
+from wai.registry import Registry
+from wai.unique import UniqueOpts
+
+__all__ = ["AsyncClientBase", "AsyncTransaction"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def resolve_database_url(database_url: str | None) -> str:
+    """The explicit URL, else ``WAI_DATABASE_URL``, else ``DATABASE_URL``."""
+    url = database_url or os.environ.get("WAI_DATABASE_URL") or os.environ.get("DATABASE_URL")
+    if not url:
+        raise ValidationError(
+            "no database URL: pass one to the client or set WAI_DATABASE_URL or DATABASE_URL"
+        )
+    return url
+
+
+class AsyncTransaction:
+    """A database transaction that business writes and job inserts share.
+
+    Obtained from ``client.transaction()``; commits when the block exits
+    normally and rolls back when it raises.
+    """
+
+    def __init__(self, client: AsyncClientBase, conn: AsyncConnection[Any]) -> None:
+        self._client = client
+        self.connection = conn
+
+    async def execute(
+        self, query: LiteralString, params: Sequence[Any] | Mapping[str, Any] | None = None
+    ) -> AsyncCursor[Any]:
+        """Run a statement of your own inside the transaction."""
+        return await self.connection.execute(query, params)
+
+    async def insert(self, args: Any, **options: Any) -> JobRow:
+        """Insert a job inside the transaction; same options as ``client.insert``."""
+        job = self._client.build(EnqueueRequest(args, **options))
+        return await producer.insert_one(self.connection, self._client.schema, job)
+
+    async def insert_many(self, items: Iterable[Any]) -> list[JobRow]:
+        """Insert many jobs inside the transaction; same items as ``client.insert_many``."""
+        jobs = self._client.build_many(items)
+        return await producer.insert_batch(self.connection, self._client.schema, jobs)
+
+
+class AsyncClientBase:
+    """Connection pool, registry, producer and admin methods."""
+
+    def __init__(
+        self,
+        database_url: str | None = None,
+        *,
+        schema: str = "wai",
+        min_connections: int = 1,
+        max_connections: int = 10,
+        registry: Registry | None = None,
+    ) -> None:
+        self.database_url = resolve_database_url(database_url)
+        self.schema = validate_schema(schema)
+        self.registry = registry if registry is not None else Registry()
+        if not 1 <= min_connections <= max_connections:
+            raise ValidationError(
+                f"need 1 <= min_connections <= max_connections, got "
+                f"{min_connections} and {max_connections}"
+            )
+        self.pool: AsyncConnectionPool[AsyncConnection[Any]] = AsyncConnectionPool(
+            self.database_url,
+            min_size=min_connections,
+            max_size=max_connections,
+            kwargs={"autocommit": True},
+            open=False,
+            name=f"wai-{self.schema}",
+        )
+        self._opened = False
+
+    async def open(self) -> None:
+        """Open the connection pool (done for you on first use)."""
+        if not self._opened:
+            self._opened = True
+            await self.pool.open()
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        if self._opened:
+            self._opened = False
+            await self.pool.close()
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[AsyncConnection[Any]]:
+        """Borrow an autocommit connection from the pool."""
+        await self.open()
+        async with self.pool.connection() as conn:
+            yield conn
+
+    # -- registry ---------------------------------------------------------------------
+
+    def task(
+        self,
+        args_type: type[Any] | str,
+        *,
+        kind: str | None = None,
+        queue: str = "default",
+        deadline: float | None = None,
+        max_attempts: int | None = None,
+    ) -> Callable[[F], F]:
+        """Register the decorated function as the handler of ``args_type``'s kind.
+
+        *queue* is where jobs of the kind go by default; *deadline* bounds one
+        attempt in seconds; *max_attempts* is the kind's default retry budget.
+        """
+
+        def register(fn: F) -> F:
+            self.registry.add_task(
+                args_type,
+                fn,
+                kind=kind,
+                queue=queue,
+                deadline=deadline,
+                max_attempts=max_attempts,
+            )
+            return fn
+
+        return register
+
+    def build(self, request: EnqueueRequest) -> NewJob:
+        """Validate one insert request against this client's registry."""
+        return build_job(
+            request,
+            default_queue=self.registry.queue_of,
+            default_max_attempts=self.registry.max_attempts_of,
+        )
+
+    def build_many(self, items: Iterable[Any]) -> list[NewJob]:
+        """Validate many inserts; items are args or :class:`wai.EnqueueRequest`."""
+        return [
+            self.build(item if isinstance(item, EnqueueRequest) else EnqueueRequest(item))
+            for item in items
+        ]
+
+    # -- schema -----------------------------------------------------------------------
+
+    async def migrate(self) -> list[int]:
+        """Apply pending migrations; returns the versions applied. Safe to run concurrently."""
+        async with self.connection() as conn:
+            applied = await db.migrate_apply(conn, self.schema)
+        return [m.version for m in applied]
+
+    async def pending_migrations(self) -> list[int]:
+        """Versions not yet applied to the database."""
+        async with self.connection() as conn:
+            done = await db.migrate_applied(conn, self.schema)
+        return [m.version for m in migrations() if m.version not in done]
+
+    async def check_schema(self) -> None:
+        """Raise :class:`wai.SchemaNotMigrated` unless every migration is applied."""
+        missing = await self.pending_migrations()
+        if missing:
+            raise SchemaNotMigrated(
+                f"schema {self.schema!r} lacks migrations {missing}: "
+                "run `wai migrate` or `await client.migrate()`"
+            )
+
+    # -- producer ---------------------------------------------------------------------
+
+    async def insert(
+        self,
+        args: Any,
+        *,
+        kind: str | None = None,
+        queue: str | None = None,
+        priority: int = 2,
+        max_attempts: int | None = None,
+        run_at: datetime | None = None,
+        tags: Iterable[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        unique: UniqueOpts | None = None,
+        ordering_key: str | None = None,
+    ) -> JobRow:
+        """Insert one job and return its committed row.
+
+        The queue defaults to the kind's registered queue, else ``"default"``;
+        ``run_at`` makes the job ``scheduled`` until then.
+        """
+        job = self.build(
+            EnqueueRequest(
+                args,
+                kind=kind,
+                queue=queue,
+                priority=priority,
+                max_attempts=max_attempts,
+                run_at=run_at,
+                tags=tags,
+                metadata=metadata,
+                unique=unique,
+                ordering_key=ordering_key,
+            )
+        )
+        async with self.connection() as conn:
+            return await producer.insert_one(conn, self.schema, job)
+
+    async def insert_many(self, items: Iterable[Any]) -> list[JobRow]:
+        """Insert many jobs in one statement and one transaction; rows follow input order."""
+        jobs = self.build_many(items)
+        async with self.connection() as conn, conn.transaction():
+            return await producer.insert_batch(conn, self.schema, jobs)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncTransaction]:
+        """A transaction for business writes and job inserts that commit together."""
+        async with self.connection() as conn, conn.transaction():
+            yield AsyncTransaction(self, conn)
+
+    # -- admin ------------------------------------------------------------------------
+
+    async def get_job(self, job_id: int) -> JobRow:
+        """The job with ``job_id``; raises :class:`wai.JobNotFound`."""
+        async with self.connection() as conn:
+            with translate_errors(self.schema):
+                row = await db.job_get(conn, self.schema, job_id)
+        if row is None:
+            raise JobNotFound(f"no job with id {job_id}")
+        return row
+
+    async def list_jobs(
+        self,
+        *,
+        state: JobState | str | None = None,
+        kind: str | None = None,
+        queue: str | None = None,
+        tag: str | None = None,
+        trigger_job_id: int | None = None,
+        limit: int = 100,
+        before_id: int | None = None,
+    ) -> list[JobRow]:
+        """Jobs newest first; pass the last id as ``before_id`` for the next page."""
+        if state is not None:
+            try:
+                state = JobState(state)
+            except ValueError:
+                raise ValidationError(
+                    f"unknown state {state!r}: one of {', '.join(s.value for s in JobState)}"
+                ) from None
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
+            raise ValidationError(f"limit must be 1..10000, got {limit!r}")
+        async with self.connection() as conn:
+            with translate_errors(self.schema):
+                return await db.job_list(
+                    conn,
+                    self.schema,
+                    state=state.value if state is not None else None,
+                    kind=kind,
+                    queue=queue,
+                    tag=tag,
+                    trigger_job_id=trigger_job_id,
+                    before_id=before_id,
+                    limit=limit,
+                )

@@ -1,0 +1,69 @@
+"""Insert logic shared by the clients, their transactions and the bridge."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from psycopg import AsyncConnection
+
+from wai import _db_async as db
+from wai._translate import translate_errors
+from wai.errors import UniqueConflict
+from wai.inserts import NewJob
+from wai.job import JobRow
+
+__all__ = ["insert_batch", "insert_one"]
+
+
+def _conflict(job: NewJob, existing: JobRow | None) -> UniqueConflict:
+    where = f" (job {existing.id}, {existing.state})" if existing else ""
+    return UniqueConflict(
+        f"a {job.kind!r} job with the same unique key already exists{where}; "
+        "pass UniqueOpts(on_conflict='skip') to get the existing job instead",
+        existing_id=existing.id if existing else None,
+    )
+
+
+async def insert_one(conn: AsyncConnection[Any], schema: str, job: NewJob) -> JobRow:
+    """Insert ``job`` on ``conn`` (in the caller's transaction, if any)."""
+    with translate_errors(schema):
+        for _ in range(3):
+            row = await db.job_insert(conn, schema, job)
+            if row is not None:
+                return row
+            assert job.unique_key is not None
+            existing = await db.job_get_by_unique_key(conn, schema, job.unique_key)
+            if job.on_conflict == "raise":
+                raise _conflict(job, existing)
+            if existing is not None:
+                return existing
+            # The holder left its unique states between the two statements: insert again.
+    raise _conflict(job, None)
+
+
+async def insert_batch(
+    conn: AsyncConnection[Any], schema: str, jobs: Sequence[NewJob]
+) -> list[JobRow]:
+    """Insert ``jobs`` in one statement; results follow the input order."""
+    if not jobs:
+        return []
+    with translate_errors(schema):
+        inserted = await db.job_insert_many(conn, schema, jobs)
+        if len(inserted) == len(jobs):
+            return inserted
+        out: list[JobRow] = []
+        pos = 0
+        for job in jobs:
+            if pos < len(inserted) and (
+                inserted[pos].kind == job.kind and inserted[pos].unique_key == job.unique_key
+            ):
+                out.append(inserted[pos])
+                pos += 1
+                continue
+            assert job.unique_key is not None
+            existing = await db.job_get_by_unique_key(conn, schema, job.unique_key)
+            if job.on_conflict == "raise" or existing is None:
+                raise _conflict(job, existing)
+            out.append(existing)
+        return out

@@ -1,0 +1,116 @@
+"""Insert jobs on your own psycopg connection, inside your own transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from psycopg import AsyncConnection, Connection
+
+from wai import _producer, _producer_async
+from wai._sql import validate_schema
+from wai.inserts import EnqueueRequest, NewJob, build_job
+from wai.job import JobRow
+from wai.registry import known_queue
+from wai.unique import UniqueOpts
+
+__all__ = ["insert_job", "insert_job_sync"]
+
+
+def _build(
+    args: Any,
+    *,
+    kind: str | None,
+    queue: str | None,
+    priority: int,
+    max_attempts: int | None,
+    run_at: datetime | None,
+    tags: Iterable[str],
+    metadata: Mapping[str, Any] | None,
+    unique: UniqueOpts | None,
+    ordering_key: str | None,
+) -> NewJob:
+    return build_job(
+        EnqueueRequest(
+            args,
+            kind=kind,
+            queue=queue,
+            priority=priority,
+            max_attempts=max_attempts,
+            run_at=run_at,
+            tags=tags,
+            metadata=metadata,
+            unique=unique,
+            ordering_key=ordering_key,
+        ),
+        default_queue=known_queue,
+    )
+
+
+async def insert_job(
+    conn: AsyncConnection[Any],
+    args: Any,
+    *,
+    kind: str | None = None,
+    queue: str | None = None,
+    priority: int = 2,
+    max_attempts: int | None = None,
+    run_at: datetime | None = None,
+    tags: Iterable[str] = (),
+    metadata: Mapping[str, Any] | None = None,
+    unique: UniqueOpts | None = None,
+    ordering_key: str | None = None,
+    schema: str = "wai",
+) -> JobRow:
+    """Insert a job on a psycopg ``AsyncConnection``, in its current transaction.
+
+    Nothing is committed here: the job becomes visible (and its queue is
+    notified) when the caller commits, and vanishes if the caller rolls back.
+    The queue defaults to the kind's queue registered by any client in this
+    process, else ``"default"``.
+    """
+    job = _build(
+        args,
+        kind=kind,
+        queue=queue,
+        priority=priority,
+        max_attempts=max_attempts,
+        run_at=run_at,
+        tags=tags,
+        metadata=metadata,
+        unique=unique,
+        ordering_key=ordering_key,
+    )
+    return await _producer_async.insert_one(conn, validate_schema(schema), job)
+
+
+def insert_job_sync(
+    conn: Connection[Any],
+    args: Any,
+    *,
+    kind: str | None = None,
+    queue: str | None = None,
+    priority: int = 2,
+    max_attempts: int | None = None,
+    run_at: datetime | None = None,
+    tags: Iterable[str] = (),
+    metadata: Mapping[str, Any] | None = None,
+    unique: UniqueOpts | None = None,
+    ordering_key: str | None = None,
+    schema: str = "wai",
+) -> JobRow:
+    """Insert a job on a psycopg sync ``Connection``; see :func:`insert_job`."""
+    job = _build(
+        args,
+        kind=kind,
+        queue=queue,
+        priority=priority,
+        max_attempts=max_attempts,
+        run_at=run_at,
+        tags=tags,
+        metadata=metadata,
+        unique=unique,
+        ordering_key=ordering_key,
+    )
+    return _producer.insert_one(conn, validate_schema(schema), job)

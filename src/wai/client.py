@@ -1,0 +1,98 @@
+"""The public clients: :class:`AsyncClient` (workers, producer, admin) and :class:`Client`."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Mapping
+from typing import Any
+
+from wai._client_base import ClientBase
+from wai._client_base_async import AsyncClientBase
+from wai.errors import ValidationError
+from wai.queues import QueueConfig, normalize_queues
+from wai.worker import Runtime, RuntimeSettings
+
+__all__ = ["AsyncClient", "Client"]
+
+
+class AsyncClient(AsyncClientBase):
+    """The async client: insert and manage jobs, and run workers in this event loop.
+
+    ``AsyncClient(database_url, schema="wai", max_connections=10)``; the URL
+    defaults to ``WAI_DATABASE_URL`` or ``DATABASE_URL``. Use it as an async
+    context manager, or call :meth:`open` and :meth:`close`.
+    """
+
+    _runtime: Runtime | None = None
+
+    async def start(
+        self, queues: Mapping[str, int | QueueConfig] | None = None, **runtime: Any
+    ) -> None:
+        """Start workers for ``queues`` in the background of the running event loop.
+
+        ``queues`` maps a queue name to a concurrency or a :class:`wai.QueueConfig`;
+        None serves every queue a task is registered on. Timings are keyword
+        arguments in seconds: ``poll_interval``, ``heartbeat_interval``,
+        ``heartbeat_staleness``, ``rescue_interval``, ``promote_interval``,
+        ``election_interval``; ``maintenance=False`` leaves promotion and the other
+        leader-elected services to other processes; ``burst=True`` stops the
+        workers once their queues are empty.
+        """
+        if self._runtime is not None and not self._runtime.stopped:
+            raise ValidationError("this client's workers are already running")
+        settings = RuntimeSettings(**runtime)
+        configs = normalize_queues(queues, self.registry.queues())
+        self._runtime = Runtime(self, configs, settings)
+        await self._runtime.start()
+
+    async def run(
+        self, queues: Mapping[str, int | QueueConfig] | None = None, **runtime: Any
+    ) -> None:
+        """Like :meth:`start`, then block until SIGTERM/SIGINT, :meth:`shutdown` or burst end."""
+        shutdown_timeout = float(runtime.pop("shutdown_timeout", 10.0))
+        await self.start(queues, **runtime)
+        assert self._runtime is not None
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        installed: list[signal.Signals] = []
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, stop.set)
+                installed.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass  # not the main thread, or not supported here
+        waiters = [
+            asyncio.ensure_future(stop.wait()),
+            asyncio.ensure_future(self._runtime.wait_stopping()),
+        ]
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waiters:
+                w.cancel()
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+            await self.shutdown(timeout=shutdown_timeout)
+
+    async def shutdown(self, timeout: float = 10.0) -> None:
+        """Stop claiming, let running jobs finish for up to ``timeout`` seconds, then stop.
+
+        Jobs still running at the timeout are cancelled and recorded as retryable.
+        """
+        if self._runtime is not None:
+            await self._runtime.shutdown(timeout)
+
+    async def close(self) -> None:
+        """Shut the workers down (if running) and close the pool."""
+        await self.shutdown()
+        await super().close()
+
+
+class Client(ClientBase):
+    """The sync client: insert and manage jobs from Django, Flask or scripts.
+
+    ``Client(database_url, schema="wai", max_connections=10)``; a context
+    manager, or call :meth:`open` and :meth:`close`. Workers run on
+    :class:`AsyncClient` or ``wai worker``.
+    """

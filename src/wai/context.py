@@ -1,0 +1,197 @@
+"""The job context a handler receives: the row, decoded args, progress and cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Coroutine, Mapping
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+from wai.errors import ValidationError
+from wai.job import JobRow, JobState, Trigger
+from wai.kinds import dumps
+
+__all__ = ["AttemptState", "Job"]
+
+T = TypeVar("T")
+
+
+class AttemptState:
+    """Mutable per-attempt bookkeeping shared by the handler, heartbeats and the finalizer."""
+
+    def __init__(self, row: JobRow, loop: asyncio.AbstractEventLoop) -> None:
+        self.job_id = row.id
+        self.run_lease = row.run_lease
+        self.loop = loop
+        self.cancelled = threading.Event()
+        self.progress: dict[str, Any] | None = dict(row.progress) if row.progress else None
+        self.dirty = False
+        self.lock = threading.Lock()
+        self.flush: Callable[[AttemptState], Coroutine[Any, Any, bool]] | None = None
+
+    def progress_json(self, *, take: bool) -> str | None:
+        """The progress as JSON when it changed since the last write (``take`` marks it written)."""
+        with self.lock:
+            if not self.dirty or self.progress is None:
+                return None
+            if take:
+                self.dirty = False
+            return dumps(self.progress, "progress")
+
+    def current_progress_json(self) -> str | None:
+        """The progress as JSON, changed or not (for the finalizing write)."""
+        with self.lock:
+            return dumps(self.progress, "progress") if self.progress is not None else None
+
+
+class Job(Generic[T]):
+    """What a handler receives: the claimed row's fields, ``args`` decoded, and controls.
+
+    Row fields (``id``, ``kind``, ``queue``, ``attempt``, ``max_attempts``,
+    ``run_lease``, ``metadata``, ``tags``, ``errors``, ``progress`` …) describe the
+    job as claimed. ``is_cancelled()`` turns true when the job was cancelled,
+    rescued, or the worker is shutting down: long handlers should check it.
+    """
+
+    def __init__(self, row: JobRow, args: T, state: AttemptState) -> None:
+        self.row = row
+        self.args = args
+        self._state = state
+
+    # -- row fields -------------------------------------------------------------------
+
+    @property
+    def id(self) -> int:
+        """The job id."""
+        return self.row.id
+
+    @property
+    def kind(self) -> str:
+        """The job kind."""
+        return self.row.kind
+
+    @property
+    def queue(self) -> str:
+        """The queue the job was claimed from."""
+        return self.row.queue
+
+    @property
+    def state(self) -> JobState:
+        """Always ``running`` while the handler runs."""
+        return self.row.state
+
+    @property
+    def priority(self) -> int:
+        """1 (most urgent) to 4."""
+        return self.row.priority
+
+    @property
+    def attempt(self) -> int:
+        """This attempt's number, from 1."""
+        return self.row.attempt
+
+    @property
+    def max_attempts(self) -> int:
+        """The retry budget."""
+        return self.row.max_attempts
+
+    @property
+    def run_lease(self) -> int:
+        """The fencing token of this attempt."""
+        return self.row.run_lease
+
+    @property
+    def run_at(self) -> datetime:
+        """When the job became due."""
+        return self.row.run_at
+
+    @property
+    def created_at(self) -> datetime:
+        """When the job was inserted."""
+        return self.row.created_at
+
+    @property
+    def attempted_at(self) -> datetime | None:
+        """When this attempt started."""
+        return self.row.attempted_at
+
+    @property
+    def deadline_at(self) -> datetime | None:
+        """When this attempt's deadline passes, if it has one."""
+        return self.row.deadline_at
+
+    @property
+    def errors(self) -> tuple[dict[str, Any], ...]:
+        """Errors of earlier attempts, oldest first."""
+        return self.row.errors
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The metadata given at insert."""
+        return self.row.metadata
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """The tags given at insert."""
+        return self.row.tags
+
+    @property
+    def trigger(self) -> Trigger | None:
+        """The trigger of a follow-up job."""
+        return self.row.trigger
+
+    @property
+    def progress(self) -> dict[str, Any] | None:
+        """The current progress checkpoint (kept across retries)."""
+        with self._state.lock:
+            return dict(self._state.progress) if self._state.progress else None
+
+    # -- controls ---------------------------------------------------------------------
+
+    def is_cancelled(self) -> bool:
+        """True once the job was cancelled, rescued or the worker began shutting down."""
+        return self._state.cancelled.is_set()
+
+    def set_progress(self, percent: float, message: str | None = None) -> None:
+        """Record progress (0-100); persisted with the next heartbeat or outcome."""
+        if isinstance(percent, bool) or not isinstance(percent, int | float):
+            raise ValidationError(f"percent must be a number, got {percent!r}")
+        if not 0 <= percent <= 100:
+            raise ValidationError(f"percent must be between 0 and 100, got {percent}")
+        if message is not None and not isinstance(message, str):
+            raise ValidationError("message must be a string")
+        with self._state.lock:
+            current = self._state.progress or {}
+            self._state.progress = {
+                "percent": percent,
+                "message": message,
+                "metadata": current.get("metadata", {}),
+            }
+            self._state.dirty = True
+
+    def update_metadata(self, values: Mapping[str, Any]) -> None:
+        """Merge ``values`` into the progress metadata (kept across retries)."""
+        if not isinstance(values, Mapping):
+            raise ValidationError("update_metadata takes a dict")
+        dumps(dict(values), "progress metadata")
+        with self._state.lock:
+            current = self._state.progress or {"percent": None, "message": None, "metadata": {}}
+            merged = {**current.get("metadata", {}), **values}
+            self._state.progress = {**current, "metadata": merged}
+            self._state.dirty = True
+
+    async def flush_progress(self) -> bool:
+        """Write pending progress now; False when this attempt is no longer live."""
+        flush = self._state.flush
+        if flush is None:
+            return True
+        return await flush(self._state)
+
+    def flush_progress_sync(self) -> bool:
+        """:meth:`flush_progress` for plain ``def`` handlers running in a worker thread."""
+        flush = self._state.flush
+        if flush is None:
+            return True
+        fut = asyncio.run_coroutine_threadsafe(flush(self._state), self._state.loop)
+        return fut.result()

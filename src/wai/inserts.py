@@ -1,0 +1,144 @@
+"""Turning insert calls into validated rows (pure, no I/O)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from wai.errors import ValidationError
+from wai.job import JobState
+from wai.kinds import dumps, encode_args, kind_of
+from wai.unique import UniqueOpts, unique_key
+
+__all__ = ["EnqueueRequest", "NewJob", "build_job", "validate_queue"]
+
+_QUEUE = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")
+MAX_TAGS = 20
+
+
+def validate_queue(queue: str) -> str:
+    """Return ``queue`` if it is a usable queue name, else raise ValidationError."""
+    if not isinstance(queue, str) or not _QUEUE.match(queue):
+        raise ValidationError(
+            f"invalid queue name {queue!r}: use 1-200 letters, digits, '_', '.', ':' or '-'"
+        )
+    return queue
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueRequest:
+    """Args plus insert options, for ``insert_many`` and ``on_*_enqueue_with`` specs."""
+
+    args: Any
+    kind: str | None = None
+    queue: str | None = None
+    priority: int = 2
+    max_attempts: int | None = None
+    run_at: datetime | None = None
+    tags: Iterable[str] = ()
+    metadata: Mapping[str, Any] | None = None
+    unique: UniqueOpts | None = None
+    ordering_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewJob:
+    """One validated row, ready for the insert statements."""
+
+    kind: str
+    queue: str
+    args: str
+    state: str
+    priority: int
+    max_attempts: int
+    run_at: datetime | None
+    tags: list[str]
+    metadata: str
+    unique_key: bytes | None = None
+    unique_states: list[str] | None = None
+    on_conflict: str = "raise"
+    ordering_key: str | None = None
+    trigger: tuple[int, int, str, str] | None = field(default=None)
+
+
+def _check_int(name: str, value: object, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValidationError(f"{name} must be an integer from {low} to {high}, got {value!r}")
+    return value
+
+
+def _check_tags(tags: Iterable[str]) -> list[str]:
+    if isinstance(tags, str):
+        raise ValidationError("tags must be a list of strings, not one string")
+    out = list(tags)
+    if len(out) > MAX_TAGS:
+        raise ValidationError(f"at most {MAX_TAGS} tags per job, got {len(out)}")
+    for tag in out:
+        if not isinstance(tag, str) or not 1 <= len(tag) <= 255 or "\x00" in tag:
+            raise ValidationError(f"invalid tag {tag!r}: use 1-255 characters, no NUL byte")
+    return out
+
+
+def build_job(
+    request: EnqueueRequest,
+    *,
+    default_queue: Callable[[str], str | None],
+    default_max_attempts: Callable[[str], int | None] = lambda _kind: None,
+    now: datetime | None = None,
+) -> NewJob:
+    """Validate one insert and compute its row; raises ValidationError on bad input."""
+    kind = kind_of(request.args, request.kind)
+    queue = validate_queue(request.queue or default_queue(kind) or "default")
+    priority = _check_int("priority", request.priority, 1, 4)
+    max_attempts = request.max_attempts or default_max_attempts(kind) or 25
+    _check_int("max_attempts", max_attempts, 1, 1000)
+    args_json = encode_args(request.args)
+    metadata: Any = request.metadata if request.metadata is not None else {}
+    if not isinstance(metadata, Mapping):
+        raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
+    metadata_json = dumps(dict(cast(Mapping[str, Any], metadata)), "metadata")
+    run_at = request.run_at
+    if run_at is not None:
+        if not isinstance(run_at, datetime):
+            raise ValidationError(f"run_at must be a datetime, got {type(run_at).__name__}")
+        if run_at.tzinfo is None:
+            raise ValidationError(
+                "run_at must be timezone-aware: use datetime.now(UTC) + timedelta(...)"
+            )
+    if request.ordering_key is not None and (
+        not isinstance(request.ordering_key, str) or "\x00" in request.ordering_key
+    ):
+        raise ValidationError("ordering_key must be a string without NUL bytes")
+    key: bytes | None = None
+    states: list[str] | None = None
+    on_conflict = "raise"
+    if request.unique is not None:
+        if not isinstance(request.unique, UniqueOpts):
+            raise ValidationError("unique must be a wai.UniqueOpts")
+        key = unique_key(
+            request.unique,
+            kind=kind,
+            queue=queue,
+            args_json=args_json,
+            now=now or datetime.now(UTC),
+        )
+        states = request.unique.state_list()
+        on_conflict = request.unique.on_conflict
+    return NewJob(
+        kind=kind,
+        queue=queue,
+        args=args_json,
+        state=JobState.SCHEDULED if run_at is not None else JobState.AVAILABLE,
+        priority=priority,
+        max_attempts=max_attempts,
+        run_at=run_at,
+        tags=_check_tags(request.tags),
+        metadata=metadata_json,
+        unique_key=key,
+        unique_states=states,
+        on_conflict=on_conflict,
+        ordering_key=request.ordering_key,
+    )

@@ -1,0 +1,114 @@
+"""The job model: states, the committed row snapshot and its lineage."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+__all__ = ["TERMINAL_STATES", "JobRow", "JobState", "Trigger"]
+
+
+class JobState(enum.StrEnum):
+    """The eight states of a job. Terminal: completed, failed, cancelled."""
+
+    SCHEDULED = "scheduled"
+    AVAILABLE = "available"
+    RUNNING = "running"
+    RETRYABLE = "retryable"
+    WAITING_EXTERNAL = "waiting_external"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_terminal(self) -> bool:
+        """Whether no worker will touch a job in this state again."""
+        return self in TERMINAL_STATES
+
+
+TERMINAL_STATES = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Trigger:
+    """Where a follow-up job came from: the attempt and outcome that enqueued it."""
+
+    job_id: int
+    run_lease: int
+    outcome: str
+    spec: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobRow:
+    """A frozen snapshot of one committed job row."""
+
+    id: int
+    kind: str
+    queue: str
+    args: dict[str, Any]
+    state: JobState
+    priority: int
+    attempt: int
+    max_attempts: int
+    run_at: datetime
+    attempted_at: datetime | None
+    heartbeat_at: datetime | None
+    deadline_at: datetime | None
+    finalized_at: datetime | None
+    created_at: datetime
+    errors: tuple[dict[str, Any], ...]
+    metadata: dict[str, Any]
+    tags: tuple[str, ...]
+    unique_key: bytes | None
+    ordering_key: str | None
+    callback_id: UUID | None
+    callback_timeout_at: datetime | None
+    run_lease: int
+    progress: dict[str, Any] | None
+    trigger: Trigger | None
+
+    @classmethod
+    def from_record(cls, rec: dict[str, Any]) -> JobRow:
+        """Build a row from a ``dict_row`` record of the jobs table."""
+        trigger_id = rec.get("trigger_job_id")
+        trigger = (
+            Trigger(
+                job_id=trigger_id,
+                run_lease=rec["trigger_run_lease"],
+                outcome=rec["trigger_outcome"],
+                spec=rec["trigger_spec"],
+            )
+            if trigger_id is not None
+            else None
+        )
+        key = rec.get("unique_key")
+        return cls(
+            id=rec["id"],
+            kind=rec["kind"],
+            queue=rec["queue"],
+            args=rec["args"],
+            state=JobState(rec["state"]),
+            priority=rec["priority"],
+            attempt=rec["attempt"],
+            max_attempts=rec["max_attempts"],
+            run_at=rec["run_at"],
+            attempted_at=rec["attempted_at"],
+            heartbeat_at=rec["heartbeat_at"],
+            deadline_at=rec["deadline_at"],
+            finalized_at=rec["finalized_at"],
+            created_at=rec["created_at"],
+            errors=tuple(rec["errors"] or ()),
+            metadata=rec["metadata"] or {},
+            tags=tuple(rec["tags"] or ()),
+            unique_key=bytes(key) if key is not None else None,
+            ordering_key=rec.get("ordering_key"),
+            callback_id=rec.get("callback_id"),
+            callback_timeout_at=rec.get("callback_timeout_at"),
+            run_lease=rec["run_lease"],
+            progress=rec.get("progress"),
+            trigger=trigger,
+        )

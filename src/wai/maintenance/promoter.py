@@ -1,0 +1,50 @@
+"""Promotion: due scheduled and retryable jobs become available."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+
+from wai import _db_async as db
+from wai.maintenance._service import PeriodicService
+
+__all__ = ["Promoter", "PromoterResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class PromoterResult:
+    """Jobs promoted in one pass, per queue."""
+
+    promoted: dict[str, int]
+
+
+class Promoter(PeriodicService):
+    """Moves due ``scheduled``/``retryable`` jobs to ``available`` and NOTIFYs their queues."""
+
+    def __init__(
+        self,
+        pool: AsyncConnectionPool[AsyncConnection[Any]],
+        schema: str,
+        *,
+        interval: float,
+        batch_size: int = 4096,
+    ) -> None:
+        self.interval = interval
+        self._pool = pool
+        self._schema = schema
+        self._batch_size = batch_size
+
+    async def run_once(self) -> PromoterResult:
+        """Promote due jobs, in batches, until none is left or 32 batches ran."""
+        total: dict[str, int] = {}
+        for _ in range(32):
+            async with self._pool.connection() as conn:
+                batch = await db.job_promote_due(conn, self._schema, self._batch_size)
+            for queue, n in batch.items():
+                total[queue] = total.get(queue, 0) + n
+            if sum(batch.values()) < self._batch_size:
+                break
+        return PromoterResult(total)

@@ -1,0 +1,139 @@
+"""Attempt outcomes: what a finished attempt does to its job (pure, no I/O)."""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from wai.errors import TerminalError
+from wai.job import JobState
+from wai.results import Cancel, RetryAfter, Snooze, WaitForCallback
+from wai.retry import backoff
+
+__all__ = ["Outcome", "decide", "describe_exception"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    """A guarded transition of one running attempt, applied by the finalizer.
+
+    ``event`` names the lifecycle outcome (completed, retried, exhausted,
+    cancelled, snoozed, waiting) that hooks and follow-up specs key on.
+    """
+
+    job_id: int
+    run_lease: int
+    state: JobState
+    event: str
+    delay: float | None = None
+    error: str | None = None
+    terminal: bool = False
+    attempt_delta: int = 0
+    progress: str | None = None
+    reason: str | None = None
+
+
+def describe_exception(exc: BaseException, *, limit: int = 10) -> str:
+    """``"<Type>: <message>"`` plus the last ``limit`` traceback lines."""
+    head = f"{type(exc).__name__}: {exc}"
+    tb = traceback.format_exception(exc)
+    lines = "".join(tb).rstrip().splitlines()[-limit - 1 : -1]
+    return head + ("\n" + "\n".join(lines) if lines else "")
+
+
+def _fail_or_retry(
+    job_id: int, run_lease: int, attempt: int, max_attempts: int, error: str, delay: float | None
+) -> Outcome:
+    if attempt >= max_attempts:
+        return Outcome(
+            job_id=job_id,
+            run_lease=run_lease,
+            state=JobState.FAILED,
+            event="exhausted",
+            error=error,
+        )
+    return Outcome(
+        job_id=job_id,
+        run_lease=run_lease,
+        state=JobState.RETRYABLE,
+        event="retried",
+        error=error,
+        delay=backoff(attempt) if delay is None else delay,
+    )
+
+
+def decide(
+    *,
+    job_id: int,
+    run_lease: int,
+    attempt: int,
+    max_attempts: int,
+    result: Any = None,
+    exc: BaseException | None = None,
+) -> Outcome:
+    """Map a handler's return value or exception to the outcome of its attempt."""
+    if exc is not None:
+        if isinstance(exc, TerminalError):
+            return Outcome(
+                job_id=job_id,
+                run_lease=run_lease,
+                state=JobState.FAILED,
+                event="exhausted",
+                error=describe_exception(exc),
+                terminal=True,
+            )
+        return _fail_or_retry(
+            job_id, run_lease, attempt, max_attempts, describe_exception(exc), None
+        )
+    if result is None:
+        return Outcome(
+            job_id=job_id, run_lease=run_lease, state=JobState.COMPLETED, event="completed"
+        )
+    if isinstance(result, RetryAfter):
+        return _fail_or_retry(
+            job_id,
+            run_lease,
+            attempt,
+            max_attempts,
+            f"RetryAfter({result.seconds:g}s) requested by handler",
+            result.seconds,
+        )
+    if isinstance(result, Snooze):
+        return Outcome(
+            job_id=job_id,
+            run_lease=run_lease,
+            state=JobState.SCHEDULED,
+            event="snoozed",
+            delay=result.seconds,
+            attempt_delta=-1,
+        )
+    if isinstance(result, Cancel):
+        return Outcome(
+            job_id=job_id,
+            run_lease=run_lease,
+            state=JobState.CANCELLED,
+            event="cancelled",
+            error=f"cancelled: {result.reason}",
+            reason=result.reason,
+        )
+    if isinstance(result, WaitForCallback):
+        return Outcome(
+            job_id=job_id,
+            run_lease=run_lease,
+            state=JobState.FAILED,
+            event="exhausted",
+            terminal=True,
+            error="WaitForCallback is not supported by this version of wai",
+        )
+    return Outcome(
+        job_id=job_id,
+        run_lease=run_lease,
+        state=JobState.FAILED,
+        event="exhausted",
+        terminal=True,
+        error=(
+            f"handler returned {type(result).__name__}; return None, wai.RetryAfter, "
+            "wai.Snooze, wai.Cancel or wai.WaitForCallback, or raise"
+        ),
+    )

@@ -1,0 +1,164 @@
+-- name: job_insert :many
+-- Insert one job; a unique job whose key is held inserts nothing.
+WITH ins AS (
+    INSERT INTO {schema}.jobs (
+        kind, queue, args, state, priority, max_attempts, run_at, tags, metadata,
+        unique_key, unique_states, ordering_key,
+        trigger_job_id, trigger_run_lease, trigger_outcome, trigger_spec
+    )
+    VALUES (
+        %(kind)s, %(queue)s, %(args)s::jsonb, %(state)s::{schema}.job_state, %(priority)s,
+        %(max_attempts)s, coalesce(%(run_at)s::timestamptz, now()), %(tags)s::text[],
+        %(metadata)s::jsonb, %(unique_key)s::bytea, %(unique_states)s::{schema}.job_state[],
+        %(ordering_key)s::text, %(trigger_job_id)s::bigint, %(trigger_run_lease)s::bigint,
+        %(trigger_outcome)s::text, %(trigger_spec)s::text
+    )
+    ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state = ANY (unique_states)
+    DO NOTHING
+    RETURNING *
+),
+notified AS (
+    SELECT pg_notify(%(channel)s, ins.queue) FROM ins WHERE ins.state = 'available'
+)
+SELECT ins.* FROM ins WHERE (SELECT count(*) FROM notified) >= 0;
+
+-- name: job_insert_many :many
+-- Insert many jobs in one statement, in input order; held unique keys insert nothing.
+WITH ins AS (
+    INSERT INTO {schema}.jobs (
+        kind, queue, args, state, priority, max_attempts, run_at, tags, metadata,
+        unique_key, unique_states, ordering_key,
+        trigger_job_id, trigger_run_lease, trigger_outcome, trigger_spec
+    )
+    SELECT
+        r.kind, r.queue, r.args::jsonb, r.state::{schema}.job_state, r.priority,
+        r.max_attempts, coalesce(r.run_at, now()),
+        coalesce(
+            (SELECT array_agg(t) FROM jsonb_array_elements_text(r.tags::jsonb) AS t),
+            '{}'
+        ),
+        r.metadata::jsonb, r.unique_key,
+        (SELECT array_agg(s::{schema}.job_state) FROM jsonb_array_elements_text(r.unique_states::jsonb) AS s),
+        r.ordering_key, r.trigger_job_id, r.trigger_run_lease, r.trigger_outcome, r.trigger_spec
+    FROM unnest(
+        %(kind)s::text[], %(queue)s::text[], %(args)s::text[], %(state)s::text[],
+        %(priority)s::smallint[], %(max_attempts)s::int[], %(run_at)s::timestamptz[],
+        %(tags)s::text[], %(metadata)s::text[], %(unique_key)s::bytea[],
+        %(unique_states)s::text[], %(ordering_key)s::text[], %(trigger_job_id)s::bigint[],
+        %(trigger_run_lease)s::bigint[], %(trigger_outcome)s::text[], %(trigger_spec)s::text[]
+    ) WITH ORDINALITY AS r(
+        kind, queue, args, state, priority, max_attempts, run_at, tags, metadata,
+        unique_key, unique_states, ordering_key,
+        trigger_job_id, trigger_run_lease, trigger_outcome, trigger_spec, ord
+    )
+    ORDER BY r.ord
+    ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state = ANY (unique_states)
+    DO NOTHING
+    RETURNING *
+),
+notified AS (
+    SELECT pg_notify(%(channel)s, q.queue)
+    FROM (SELECT DISTINCT ins.queue FROM ins WHERE ins.state = 'available') AS q
+)
+SELECT ins.* FROM ins WHERE (SELECT count(*) FROM notified) >= 0 ORDER BY ins.id;
+
+-- name: job_get_by_unique_key :one
+-- The job that currently holds a unique key.
+SELECT * FROM {schema}.jobs
+WHERE unique_key = %(unique_key)s AND unique_key IS NOT NULL AND state = ANY (unique_states)
+LIMIT 1;
+
+-- name: job_get :one
+SELECT * FROM {schema}.jobs WHERE id = %(id)s;
+
+-- name: job_list :many
+-- Newest first, filtered; page with before_id.
+SELECT * FROM {schema}.jobs
+WHERE (%(state)s::text IS NULL OR state = %(state)s::{schema}.job_state)
+  AND (%(kind)s::text IS NULL OR kind = %(kind)s::text)
+  AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(tag)s::text IS NULL OR tags @> ARRAY[%(tag)s::text])
+  AND (%(trigger_job_id)s::bigint IS NULL OR trigger_job_id = %(trigger_job_id)s::bigint)
+  AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s::bigint)
+ORDER BY id DESC
+LIMIT %(limit)s;
+
+-- name: job_claim :many
+-- Lock up to %(limit)s available jobs of a queue in claim order and start an attempt on each.
+WITH picked AS (
+    SELECT id FROM {schema}.jobs
+    WHERE state = 'available' AND queue = %(queue)s
+    ORDER BY priority, run_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE {schema}.jobs AS j
+SET state = 'running',
+    attempt = j.attempt + 1,
+    run_lease = j.run_lease + 1,
+    attempted_at = now(),
+    heartbeat_at = now(),
+    deadline_at = now() + make_interval(secs => coalesce(
+        (SELECT d.seconds FROM unnest(%(deadline_kinds)s::text[], %(deadline_seconds)s::float8[])
+             AS d(kind, seconds) WHERE d.kind = j.kind),
+        %(default_deadline)s::float8
+    ))
+FROM picked
+WHERE j.id = picked.id
+RETURNING j.*;
+
+-- name: job_finalize_many :many
+-- Apply a batch of attempt outcomes, each guarded by (id, state = 'running', run_lease).
+-- Stale attempts match nothing and are left out of the result.
+UPDATE {schema}.jobs AS j
+SET state = o.state::{schema}.job_state,
+    attempt = j.attempt + o.attempt_delta,
+    run_at = CASE WHEN o.delay IS NULL THEN j.run_at
+                  ELSE now() + make_interval(secs => o.delay) END,
+    finalized_at = CASE WHEN o.state IN ('completed', 'failed', 'cancelled') THEN now() END,
+    heartbeat_at = NULL,
+    deadline_at = NULL,
+    errors = CASE WHEN o.error IS NULL THEN j.errors
+                  ELSE j.errors || jsonb_build_array(
+                      jsonb_build_object('error', o.error, 'attempt', j.attempt, 'at', now())
+                      || CASE WHEN o.terminal THEN '{"terminal": true}'::jsonb
+                              ELSE '{}'::jsonb END) END,
+    progress = CASE WHEN o.state = 'completed' THEN NULL
+                    ELSE coalesce(o.progress::jsonb, j.progress) END
+FROM unnest(
+    %(id)s::bigint[], %(run_lease)s::bigint[], %(state)s::text[], %(delay)s::float8[],
+    %(error)s::text[], %(terminal)s::bool[], %(attempt_delta)s::int[], %(progress)s::text[]
+) AS o(id, run_lease, state, delay, error, terminal, attempt_delta, progress)
+WHERE j.id = o.id AND j.state = 'running' AND j.run_lease = o.run_lease
+RETURNING j.*;
+
+-- name: job_heartbeat_many :many
+-- Refresh the heartbeat (and any pending progress) of live attempts; returns the live ones.
+UPDATE {schema}.jobs AS j
+SET heartbeat_at = now(),
+    progress = coalesce(h.progress::jsonb, j.progress)
+FROM unnest(%(id)s::bigint[], %(run_lease)s::bigint[], %(progress)s::text[])
+    AS h(id, run_lease, progress)
+WHERE j.id = h.id AND j.state = 'running' AND j.run_lease = h.run_lease
+RETURNING j.id, j.run_lease;
+
+-- name: job_promote_due :many
+-- Make due scheduled and retryable jobs available and wake their queues.
+WITH due AS (
+    SELECT id FROM {schema}.jobs
+    WHERE state IN ('scheduled', 'retryable') AND run_at <= now()
+    ORDER BY run_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+promoted AS (
+    UPDATE {schema}.jobs AS j SET state = 'available'
+    FROM due WHERE j.id = due.id
+    RETURNING j.queue
+),
+notified AS (
+    SELECT pg_notify(%(channel)s, q.queue) FROM (SELECT DISTINCT queue FROM promoted) AS q
+)
+SELECT queue, count(*) AS promoted FROM promoted
+WHERE (SELECT count(*) FROM notified) >= 0
+GROUP BY queue;

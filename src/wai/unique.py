@@ -1,0 +1,71 @@
+"""Unique jobs: options and the dedupe key (pure, no I/O)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from wai.errors import ValidationError
+from wai.job import JobState
+
+__all__ = ["DEFAULT_UNIQUE_STATES", "UniqueOpts", "unique_key"]
+
+#: States in which a unique job holds its key by default. A completed job keeps
+#: its key until retention deletes it; failed and cancelled jobs release it.
+DEFAULT_UNIQUE_STATES: tuple[JobState, ...] = (
+    JobState.SCHEDULED,
+    JobState.AVAILABLE,
+    JobState.RUNNING,
+    JobState.RETRYABLE,
+    JobState.WAITING_EXTERNAL,
+    JobState.COMPLETED,
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UniqueOpts:
+    """Make an insert unique: at most one job per key in ``states``.
+
+    The key is always the kind, plus the args (``by_args``), the queue
+    (``by_queue``) and the time bucket of ``by_period`` seconds. A duplicate
+    raises :class:`wai.UniqueConflict`, or returns the existing job when
+    ``on_conflict="skip"``.
+    """
+
+    by_args: bool = True
+    by_queue: bool = False
+    by_period: float | None = None
+    states: Iterable[JobState | str] = field(default=DEFAULT_UNIQUE_STATES)
+    on_conflict: Literal["raise", "skip"] = "raise"
+
+    def state_list(self) -> list[str]:
+        """The states as plain strings, validated."""
+        try:
+            out = [JobState(s).value for s in self.states]
+        except ValueError as exc:
+            raise ValidationError(f"UniqueOpts.states: {exc}") from exc
+        if not out:
+            raise ValidationError("UniqueOpts.states must name at least one state")
+        return out
+
+
+def unique_key(opts: UniqueOpts, *, kind: str, queue: str, args_json: str, now: datetime) -> bytes:
+    """The 16-byte dedupe key of a job inserted with ``opts``."""
+    if opts.on_conflict not in ("raise", "skip"):
+        raise ValidationError(f"on_conflict must be 'raise' or 'skip', got {opts.on_conflict!r}")
+    parts: list[bytes] = [kind.encode()]
+    if opts.by_queue:
+        parts.append(b"q:" + queue.encode())
+    if opts.by_args:
+        canonical: Any = json.loads(args_json)
+        parts.append(b"a:" + json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode())
+    if opts.by_period is not None:
+        if opts.by_period <= 0:
+            raise ValidationError(f"UniqueOpts.by_period must be > 0 seconds, got {opts.by_period}")
+        bucket = int(now.timestamp() // opts.by_period)
+        parts.append(b"p:" + str(bucket).encode())
+    return hashlib.blake2b(b"\x00".join(parts), digest_size=16).digest()

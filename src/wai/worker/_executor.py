@@ -1,0 +1,136 @@
+"""Runs one attempt: decode args, call the handler under its deadline, decide the outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import dataclasses
+import functools
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from wai.context import AttemptState, Job
+from wai.errors import SerializationError
+from wai.job import JobRow, JobState
+from wai.kinds import decode_args
+from wai.outcomes import Outcome, decide
+from wai.registry import Registry
+
+__all__ = ["execute", "shutdown_outcome"]
+
+logger = logging.getLogger("wai.worker")
+
+
+def _failed(row: JobRow, message: str) -> Outcome:
+    return Outcome(
+        job_id=row.id,
+        run_lease=row.run_lease,
+        state=JobState.FAILED,
+        event="exhausted",
+        error=message,
+        terminal=True,
+    )
+
+
+async def _call(
+    fn: Any, job: Job[Any], is_async: bool, threads: ThreadPoolExecutor, deadline: float | None
+) -> Any:
+    if is_async:
+        if deadline is None:
+            return await fn(job)
+        async with asyncio.timeout(deadline):
+            return await fn(job)
+    loop = asyncio.get_running_loop()
+    ctx = contextvars.copy_context()
+    fut = loop.run_in_executor(threads, functools.partial(ctx.run, fn, job))
+    if deadline is None:
+        return await fut
+    # A thread cannot be interrupted: past the deadline the attempt is recorded as
+    # failed, ``is_cancelled()`` turns true, and the thread's late result is ignored.
+    return await asyncio.wait_for(asyncio.shield(fut), deadline)
+
+
+async def execute(
+    row: JobRow,
+    state: AttemptState,
+    registry: Registry,
+    threads: ThreadPoolExecutor,
+    default_deadline: float | None,
+) -> Outcome:
+    """Run the attempt of ``row`` and return its outcome (never raises, except cancellation)."""
+    task = registry.tasks.get(row.kind)
+    if task is None:
+        return _failed(
+            row,
+            f"unknown job kind {row.kind!r}: no task is registered for it in this worker; "
+            "register one with @client.task(...) or route the kind to another queue",
+        )
+    try:
+        args = decode_args(task.args_type, row.args)
+    except SerializationError as exc:
+        return _failed(row, f"undecodable args for {row.kind!r}: {exc}")
+    job: Job[Any] = Job(row, args, state)
+    deadline = task.deadline if task.deadline is not None else default_deadline
+    try:
+        result = await _call(task.fn, job, task.is_async, threads, deadline)
+    except TimeoutError as exc:
+        if not state.cancelled.is_set() and deadline is not None:
+            state.cancelled.set()
+            timeout_error = TimeoutError(f"deadline of {deadline:g}s exceeded")
+            return _with_progress(
+                decide(
+                    job_id=row.id,
+                    run_lease=row.run_lease,
+                    attempt=row.attempt,
+                    max_attempts=row.max_attempts,
+                    exc=timeout_error,
+                ),
+                state,
+            )
+        return _with_progress(_decide_exc(row, exc), state)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        return _with_progress(_decide_exc(row, exc), state)
+    return _with_progress(
+        decide(
+            job_id=row.id,
+            run_lease=row.run_lease,
+            attempt=row.attempt,
+            max_attempts=row.max_attempts,
+            result=result,
+        ),
+        state,
+    )
+
+
+def _decide_exc(row: JobRow, exc: BaseException) -> Outcome:
+    return decide(
+        job_id=row.id,
+        run_lease=row.run_lease,
+        attempt=row.attempt,
+        max_attempts=row.max_attempts,
+        exc=exc,
+    )
+
+
+def shutdown_outcome(row: JobRow, state: AttemptState) -> Outcome:
+    """The outcome of an attempt cut short by shutdown: retry at once, attempt refunded."""
+    return Outcome(
+        job_id=row.id,
+        run_lease=row.run_lease,
+        state=JobState.AVAILABLE,
+        event="snoozed",
+        delay=0.0,
+        attempt_delta=-1,
+        error="worker shut down before the attempt finished",
+        progress=state.current_progress_json(),
+    )
+
+
+def _with_progress(outcome: Outcome, state: AttemptState) -> Outcome:
+    if outcome.state == JobState.COMPLETED:
+        return outcome
+    progress = state.current_progress_json()
+    return outcome if progress is None else dataclasses.replace(outcome, progress=progress)

@@ -1,0 +1,112 @@
+"""Writes attempt outcomes in batches: many outcomes, one transaction."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+
+from wai import _db_async as db
+from wai.context import AttemptState
+from wai.job import JobRow
+from wai.outcomes import Outcome
+
+__all__ = ["Finalizer"]
+
+logger = logging.getLogger("wai.worker")
+
+Committed = Callable[[Sequence[tuple[Outcome, AttemptState]], Sequence[JobRow]], None]
+
+
+class Finalizer:
+    """Collects outcomes and applies them with one guarded statement per batch.
+
+    An outcome whose lease is stale matches nothing and is dropped. When a batch
+    cannot be written because the database is unreachable it is retried with
+    backoff; the attempts keep heartbeating meanwhile. If the process dies first,
+    the jobs are still ``running`` and rescue recovers them.
+    """
+
+    def __init__(
+        self,
+        pool: AsyncConnectionPool[AsyncConnection[Any]],
+        schema: str,
+        *,
+        batch_size: int,
+        flush_interval: float,
+        on_committed: Committed,
+    ) -> None:
+        self._pool = pool
+        self._schema = schema
+        self._batch_size = batch_size
+        self._flush_interval = flush_interval
+        self._on_committed = on_committed
+        self._pending: list[tuple[Outcome, AttemptState]] = []
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.transactions = 0
+
+    def submit(self, outcome: Outcome, state: AttemptState) -> None:
+        """Queue an outcome for the next batch."""
+        self._pending.append((outcome, state))
+        self._idle.clear()
+        self._wake.set()
+
+    @property
+    def pending(self) -> int:
+        """Outcomes not yet written."""
+        return len(self._pending)
+
+    async def wait_idle(self) -> None:
+        """Return once every submitted outcome has been written (or dropped)."""
+        await self._idle.wait()
+
+    async def run_forever(self) -> None:
+        """Write batches until cancelled."""
+        while True:
+            await self._wake.wait()
+            if self._flush_interval and len(self._pending) < self._batch_size:
+                await asyncio.sleep(self._flush_interval)
+            batch = self._pending[: self._batch_size]
+            del self._pending[: self._batch_size]
+            if not self._pending:
+                self._wake.clear()
+            if batch:
+                await self._write(batch)
+            if not self._pending:
+                self._idle.set()
+
+    async def _write(self, batch: list[tuple[Outcome, AttemptState]]) -> None:
+        delay = 0.05
+        while True:
+            try:
+                async with self._pool.connection() as conn, conn.transaction():
+                    rows = await db.job_finalize_many(
+                        conn, self._schema, [outcome for outcome, _ in batch]
+                    )
+                self.transactions += 1
+            except psycopg.OperationalError as exc:
+                logger.warning("wai: could not write %d outcomes (%s); retrying", len(batch), exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                continue
+            except psycopg.Error:
+                if len(batch) == 1:
+                    logger.exception(
+                        "wai: outcome of job %s was rejected; it stays running until rescued",
+                        batch[0][0].job_id,
+                    )
+                    self._on_committed(batch, [])
+                    return
+                # Isolate the bad outcome: write the others one by one.
+                for item in batch:
+                    await self._write([item])
+                return
+            self._on_committed(batch, rows)
+            return

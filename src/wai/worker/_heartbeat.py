@@ -1,0 +1,78 @@
+"""Refreshes the heartbeat of every live attempt in one statement per interval."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+
+from wai import _db_async as db
+from wai.context import AttemptState
+
+__all__ = ["Heartbeater"]
+
+logger = logging.getLogger("wai.worker")
+
+CHUNK = 1000
+
+
+class Heartbeater:
+    """Batched heartbeats (with pending progress) for the attempts of this process.
+
+    An attempt whose row no longer matches ``(id, running, run_lease)`` was
+    rescued or cancelled elsewhere: its ``is_cancelled()`` flips to true.
+    """
+
+    def __init__(
+        self,
+        pool: AsyncConnectionPool[AsyncConnection[Any]],
+        schema: str,
+        interval: float,
+        attempts: Callable[[], Sequence[AttemptState]],
+    ) -> None:
+        self._pool = pool
+        self._schema = schema
+        self._interval = interval
+        self._attempts = attempts
+
+    async def run_forever(self) -> None:
+        """Beat every interval until cancelled."""
+        while True:
+            await asyncio.sleep(self._interval)
+            try:
+                await self.beat(self._attempts())
+            except psycopg.Error as exc:
+                logger.warning("wai: heartbeat failed (%s); retrying next interval", exc)
+
+    async def beat(self, attempts: Sequence[AttemptState], *, force: bool = False) -> set[int]:
+        """Heartbeat ``attempts``; returns the ids of those still live."""
+        live_ids: set[int] = set()
+        for start in range(0, len(attempts), CHUNK):
+            chunk = attempts[start : start + CHUNK]
+            items = [
+                (
+                    a.job_id,
+                    a.run_lease,
+                    a.current_progress_json() if force else a.progress_json(take=True),
+                )
+                for a in chunk
+            ]
+            try:
+                async with self._pool.connection() as conn:
+                    live = await db.job_heartbeat_many(conn, self._schema, items)
+            except BaseException:
+                for a, item in zip(chunk, items, strict=True):
+                    if item[2] is not None:
+                        a.dirty = True
+                raise
+            for a in chunk:
+                if (a.job_id, a.run_lease) in live:
+                    live_ids.add(a.job_id)
+                else:
+                    a.cancelled.set()
+        return live_ids

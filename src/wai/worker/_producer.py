@@ -1,0 +1,126 @@
+"""The claim loop of one queue: wake on NOTIFY or poll, claim a batch, start each attempt."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+
+from wai import _db_async as db
+from wai.job import JobRow
+from wai.queues import QueueConfig
+
+__all__ = ["QueueProducer"]
+
+logger = logging.getLogger("wai.worker")
+
+
+class QueueProducer:
+    """Keeps up to ``concurrency`` attempts of one queue running in this process."""
+
+    def __init__(
+        self,
+        name: str,
+        config: QueueConfig,
+        *,
+        pool: AsyncConnectionPool[AsyncConnection[Any]],
+        schema: str,
+        poll_interval: float,
+        burst: bool,
+        deadlines: dict[str, float],
+        launch: Callable[[JobRow, QueueProducer], None],
+    ) -> None:
+        self.name = name
+        self.config = config
+        self.running = 0
+        self.claims = 0
+        self._pool = pool
+        self._schema = schema
+        self._poll_interval = poll_interval
+        self._burst = burst
+        self._deadlines = deadlines
+        self._launch = launch
+        self._wake = asyncio.Event()
+        self._freed = asyncio.Event()
+        self._stopping = False
+        self.drained = asyncio.Event()
+
+    def wake(self) -> None:
+        """A job may be available: claim soon."""
+        self._wake.set()
+
+    def release(self) -> None:
+        """An attempt of this queue finished running: its slot is free."""
+        self.running -= 1
+        self._freed.set()
+
+    def stop(self) -> None:
+        """Stop claiming; running attempts are not touched."""
+        self._stopping = True
+        self._wake.set()
+        self._freed.set()
+
+    async def _claim(self, limit: int) -> list[JobRow]:
+        async with self._pool.connection() as conn:
+            return await db.job_claim(
+                conn,
+                self._schema,
+                queue=self.name,
+                limit=limit,
+                deadlines=self._deadlines,
+                default_deadline=self.config.deadline,
+            )
+
+    async def run_forever(self) -> None:
+        """Claim until stopped (or, in burst mode, until the queue is empty)."""
+        concurrency = self.config.concurrency
+        cap = self.config.claim_batch_size or concurrency
+        more = True
+        delay = 0.05
+        while not self._stopping:
+            free = concurrency - self.running
+            if free <= 0:
+                self._freed.clear()
+                await self._freed.wait()
+                continue
+            if not more:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self._poll_interval)
+                if self._stopping:
+                    break
+                free = concurrency - self.running
+                if free <= 0:
+                    continue
+            self._wake.clear()
+            limit = min(free, cap)
+            try:
+                rows = await self._claim(limit)
+            except psycopg.Error as exc:
+                logger.warning("wai: claim on queue %r failed (%s); retrying", self.name, exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self._poll_interval * 5)
+                more = True
+                continue
+            delay = 0.05
+            self.claims += 1
+            for row in rows:
+                self.running += 1
+                self._launch(row, self)
+            more = len(rows) == limit
+            if self._burst and not rows:
+                while self.running:
+                    self._freed.clear()
+                    await self._freed.wait()
+                rows = await self._claim(1) if not self._stopping else []
+                if not rows:
+                    break
+                self.running += 1
+                self._launch(rows[0], self)
+                more = True
+        self.drained.set()

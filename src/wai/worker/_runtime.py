@@ -1,0 +1,217 @@
+"""The runtime of one worker process: producers, executor tasks, finalizer, heartbeats."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from wai import _db_async as db
+from wai.context import AttemptState
+from wai.job import JobRow
+from wai.maintenance import Elector, PeriodicService, Promoter
+from wai.outcomes import Outcome
+from wai.queues import QueueConfig
+from wai.worker._executor import execute, shutdown_outcome
+from wai.worker._finalizer import Finalizer
+from wai.worker._heartbeat import Heartbeater
+from wai.worker._notifier import Notifier
+from wai.worker._producer import QueueProducer
+from wai.worker._settings import RuntimeSettings
+
+if TYPE_CHECKING:
+    from wai._client_base_async import AsyncClientBase
+
+__all__ = ["Runtime"]
+
+logger = logging.getLogger("wai.worker")
+
+
+class Runtime:
+    """Runs the queues of one client in the current event loop until shut down."""
+
+    def __init__(
+        self,
+        client: AsyncClientBase,
+        queues: dict[str, QueueConfig],
+        settings: RuntimeSettings,
+    ) -> None:
+        self.client = client
+        self.queues = queues
+        self.settings = settings
+        self.attempts: dict[tuple[int, int], AttemptState] = {}
+        self.producers: dict[str, QueueProducer] = {}
+        self.stopped = False
+        self._stopping = asyncio.Event()
+        self._handlers: dict[asyncio.Task[None], tuple[JobRow, AttemptState]] = {}
+        self._background: list[asyncio.Task[None]] = []
+        self._threads: ThreadPoolExecutor | None = None
+        self._finalizer: Finalizer | None = None
+        self.elector: Elector | None = None
+        self.heartbeater: Heartbeater | None = None
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Check the schema, then start every loop in the background."""
+        client = self.client
+        await client.check_schema()
+        pool = client.pool
+        schema = client.schema
+        total = sum(c.concurrency for c in self.queues.values())
+        self._threads = ThreadPoolExecutor(max_workers=max(total, 4), thread_name_prefix="wai-job")
+        self._finalizer = Finalizer(
+            pool,
+            schema,
+            batch_size=self.settings.completion_batch_size,
+            flush_interval=self.settings.completion_flush_interval,
+            on_committed=self._committed,
+        )
+        self.heartbeater = Heartbeater(
+            pool, schema, self.settings.heartbeat_interval, lambda: list(self.attempts.values())
+        )
+        deadlines = {
+            kind: task.deadline
+            for kind, task in client.registry.tasks.items()
+            if task.deadline is not None
+        }
+        for name, config in self.queues.items():
+            self.producers[name] = QueueProducer(
+                name,
+                config,
+                pool=pool,
+                schema=schema,
+                poll_interval=self.settings.poll_interval,
+                burst=self.settings.burst,
+                deadlines=deadlines,
+                launch=self._launch,
+            )
+        notifier = Notifier(
+            client.database_url, db.channel(schema), self._on_notify, self._wake_all
+        )
+        loops: list[tuple[str, Any]] = [
+            ("notifier", notifier.run_forever()),
+            ("finalizer", self._finalizer.run_forever()),
+            ("heartbeat", self.heartbeater.run_forever()),
+        ]
+        if self.settings.maintenance:
+            self.elector = Elector(
+                pool, schema, interval=self.settings.election_interval, services=self._services
+            )
+            loops.append(("elector", self.elector.run_forever()))
+        self._background = [asyncio.create_task(coro, name=f"wai-{n}") for n, coro in loops]
+        self._producer_tasks = [
+            asyncio.create_task(p.run_forever(), name=f"wai-queue-{p.name}")
+            for p in self.producers.values()
+        ]
+        if self.settings.burst:
+            asyncio.create_task(self._watch_burst())  # noqa: RUF006 - ends with the producers
+        try:
+            await asyncio.wait_for(notifier.connected.wait(), 5)
+        except TimeoutError:
+            logger.warning("wai: LISTEN not ready after 5 s; relying on polling")
+
+    def _services(self) -> Sequence[PeriodicService]:
+        return [
+            Promoter(
+                self.client.pool,
+                self.client.schema,
+                interval=self.settings.promote_interval,
+                batch_size=self.settings.promote_batch_size,
+            )
+        ]
+
+    async def _watch_burst(self) -> None:
+        await asyncio.gather(*(p.drained.wait() for p in self.producers.values()))
+        assert self._finalizer is not None
+        await self._finalizer.wait_idle()
+        self._stopping.set()
+
+    async def wait_stopping(self) -> None:
+        """Return when shutdown begins (or burst mode ran out of work)."""
+        await self._stopping.wait()
+
+    async def shutdown(self, timeout: float) -> None:
+        """Stop claiming, give running attempts ``timeout`` seconds, then stop everything."""
+        if self.stopped:
+            return
+        self._stopping.set()
+        for p in self.producers.values():
+            p.stop()
+        await asyncio.gather(*self._producer_tasks, return_exceptions=True)
+        for _, state in self._handlers.values():
+            state.cancelled.set()
+        if self._handlers:
+            _, late = await asyncio.wait(list(self._handlers), timeout=timeout)
+            for t in late:
+                t.cancel()
+            if late:
+                await asyncio.wait(late, timeout=5)
+        if self._finalizer is not None:
+            try:
+                await asyncio.wait_for(self._finalizer.wait_idle(), timeout=max(timeout, 5))
+            except TimeoutError:
+                logger.warning(
+                    "wai: %d outcomes unwritten at shutdown; rescue will recover those jobs",
+                    self._finalizer.pending,
+                )
+        for t in self._background:
+            t.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        if self._threads is not None:
+            self._threads.shutdown(wait=False, cancel_futures=True)
+        self.stopped = True
+
+    # -- attempts ---------------------------------------------------------------------
+
+    def _launch(self, row: JobRow, producer: QueueProducer) -> None:
+        state = AttemptState(row, asyncio.get_running_loop())
+        state.flush = self._flush_progress
+        self.attempts[(row.id, row.run_lease)] = state
+        task = asyncio.create_task(self._run_attempt(row, state, producer))
+        self._handlers[task] = (row, state)
+
+    async def _run_attempt(self, row: JobRow, state: AttemptState, producer: QueueProducer) -> None:
+        assert self._threads is not None
+        assert self._finalizer is not None
+        try:
+            outcome = await execute(
+                row, state, self.client.registry, self._threads, producer.config.deadline
+            )
+        except asyncio.CancelledError:
+            outcome = shutdown_outcome(row, state)
+        except Exception as exc:  # the executor never raises; this is a bug guard
+            logger.exception("wai: executor failed on job %s", row.id)
+            outcome = dataclasses.replace(
+                shutdown_outcome(row, state), error=f"worker error: {exc!r}"
+            )
+        finally:
+            producer.release()
+            self._handlers.pop(asyncio.current_task(), None)  # type: ignore[arg-type]
+        self._finalizer.submit(outcome, state)
+
+    def _committed(
+        self, batch: Sequence[tuple[Outcome, AttemptState]], rows: Sequence[JobRow]
+    ) -> None:
+        for outcome, _ in batch:
+            self.attempts.pop((outcome.job_id, outcome.run_lease), None)
+        _ = rows
+
+    async def _flush_progress(self, state: AttemptState) -> bool:
+        assert self.heartbeater is not None
+        live = await self.heartbeater.beat([state], force=True)
+        return state.job_id in live
+
+    # -- wakeups ----------------------------------------------------------------------
+
+    def _on_notify(self, queue: str) -> None:
+        producer = self.producers.get(queue)
+        if producer is not None:
+            producer.wake()
+
+    def _wake_all(self) -> None:
+        for p in self.producers.values():
+            p.wake()

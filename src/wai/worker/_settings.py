@@ -1,0 +1,58 @@
+"""Runtime timings and switches, validated once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from wai.errors import ValidationError
+
+__all__ = ["RuntimeSettings"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuntimeSettings:
+    """Keyword arguments of ``client.start``; every timing is in seconds.
+
+    *poll_interval*: how often an idle queue is polled when no NOTIFY arrives.
+    *heartbeat_interval*: how often running attempts refresh their heartbeat.
+    *heartbeat_staleness*: how old a heartbeat must be before rescue (>= 3 x
+    heartbeat_interval). *rescue_interval*, *promote_interval*,
+    *election_interval*: maintenance cadence. *maintenance*: run the
+    leader-elected maintenance in this process. *burst*: stop once the served
+    queues are empty. *completion_batch_size* and *completion_flush_interval*
+    bound how outcomes are grouped into one transaction.
+    """
+
+    poll_interval: float = 1.0
+    heartbeat_interval: float = 10.0
+    heartbeat_staleness: float = 60.0
+    rescue_interval: float = 10.0
+    promote_interval: float = 0.5
+    election_interval: float = 5.0
+    maintenance: bool = True
+    burst: bool = False
+    completion_batch_size: int = 512
+    completion_flush_interval: float = 0.001
+    promote_batch_size: int = 4096
+
+    def __post_init__(self) -> None:
+        for name in (
+            "poll_interval",
+            "heartbeat_interval",
+            "heartbeat_staleness",
+            "rescue_interval",
+            "promote_interval",
+            "election_interval",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise ValidationError(f"{name} must be a number of seconds > 0, got {value!r}")
+        if self.heartbeat_staleness < 3 * self.heartbeat_interval:
+            raise ValidationError(
+                f"heartbeat_staleness ({self.heartbeat_staleness}s) must be at least "
+                f"3 x heartbeat_interval ({self.heartbeat_interval}s), or live jobs get rescued"
+            )
+        if not 1 <= self.completion_batch_size <= 10_000:
+            raise ValidationError("completion_batch_size must be 1..10000")
+        if not 0 <= self.completion_flush_interval <= 1:
+            raise ValidationError("completion_flush_interval must be 0..1 seconds")
