@@ -27,6 +27,7 @@ __all__ = [
     "job_insert_many",
     "job_list",
     "job_promote_due",
+    "job_rescue",
     "leader_attempt_elect",
     "leader_resign",
     "migrate_applied",
@@ -265,3 +266,20 @@ def leader_attempt_elect(
 def leader_resign(conn: Connection[Any], schema: str, *, name: str, leader_id: str) -> None:
     """Give leadership up so another process can take it at once."""
     conn.execute(query("leader_resign", schema), {"name": name, "leader_id": leader_id})
+
+
+def job_rescue(
+    conn: Connection[Any],
+    schema: str,
+    *,
+    staleness: float,
+    deadline_grace: float,
+    limit: int,
+) -> list[tuple[JobRow, str]]:
+    """Rescue dead, overdue and timed-out attempts; returns each row with its reason."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(
+            query("job_rescue", schema),
+            {"staleness": staleness, "deadline_grace": deadline_grace, "limit": limit},
+        )
+        return [(JobRow.from_record(r), r["rescue_reason"]) for r in cur.fetchall()]

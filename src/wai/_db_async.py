@@ -26,6 +26,7 @@ __all__ = [
     "job_insert_many",
     "job_list",
     "job_promote_due",
+    "job_rescue",
     "leader_attempt_elect",
     "leader_resign",
     "migrate_applied",
@@ -272,3 +273,20 @@ async def leader_resign(
 ) -> None:
     """Give leadership up so another process can take it at once."""
     await conn.execute(query("leader_resign", schema), {"name": name, "leader_id": leader_id})
+
+
+async def job_rescue(
+    conn: AsyncConnection[Any],
+    schema: str,
+    *,
+    staleness: float,
+    deadline_grace: float,
+    limit: int,
+) -> list[tuple[JobRow, str]]:
+    """Rescue dead, overdue and timed-out attempts; returns each row with its reason."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
+            query("job_rescue", schema),
+            {"staleness": staleness, "deadline_grace": deadline_grace, "limit": limit},
+        )
+        return [(JobRow.from_record(r), r["rescue_reason"]) for r in await cur.fetchall()]

@@ -70,6 +70,17 @@ def _check_int(name: str, value: object, low: int, high: int) -> int:
     return value
 
 
+def _storable(text: str) -> bool:
+    """Whether PostgreSQL can store ``text``: no NUL byte, valid UTF-8 (no lone surrogate)."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _check_tags(tags: Iterable[str]) -> list[str]:
     if isinstance(tags, str):
         raise ValidationError("tags must be a list of strings, not one string")
@@ -77,8 +88,10 @@ def _check_tags(tags: Iterable[str]) -> list[str]:
     if len(out) > MAX_TAGS:
         raise ValidationError(f"at most {MAX_TAGS} tags per job, got {len(out)}")
     for tag in out:
-        if not isinstance(tag, str) or not 1 <= len(tag) <= 255 or "\x00" in tag:
-            raise ValidationError(f"invalid tag {tag!r}: use 1-255 characters, no NUL byte")
+        if not isinstance(tag, str) or not 1 <= len(tag) <= 255 or not _storable(tag):
+            raise ValidationError(
+                f"invalid tag {tag!r}: use 1-255 characters, no NUL byte or lone surrogate"
+            )
     return out
 
 
@@ -91,9 +104,14 @@ def build_job(
 ) -> NewJob:
     """Validate one insert and compute its row; raises ValidationError on bad input."""
     kind = kind_of(request.args, request.kind)
-    queue = validate_queue(request.queue or default_queue(kind) or "default")
+    # `is None`, not `or`: an explicit "" is an invalid name, not a request for the default.
+    queue = validate_queue(
+        request.queue if request.queue is not None else default_queue(kind) or "default"
+    )
     priority = _check_int("priority", request.priority, 1, 4)
-    max_attempts = request.max_attempts or default_max_attempts(kind) or 25
+    max_attempts = request.max_attempts
+    if max_attempts is None:  # not `or`: an explicit 0 must be rejected, not replaced
+        max_attempts = default_max_attempts(kind) or 25
     _check_int("max_attempts", max_attempts, 1, 1000)
     args_json = encode_args(request.args)
     metadata: Any = request.metadata if request.metadata is not None else {}
@@ -109,9 +127,9 @@ def build_job(
                 "run_at must be timezone-aware: use datetime.now(UTC) + timedelta(...)"
             )
     if request.ordering_key is not None and (
-        not isinstance(request.ordering_key, str) or "\x00" in request.ordering_key
+        not isinstance(request.ordering_key, str) or not _storable(request.ordering_key)
     ):
-        raise ValidationError("ordering_key must be a string without NUL bytes")
+        raise ValidationError("ordering_key must be a string without NUL bytes or lone surrogates")
     key: bytes | None = None
     states: list[str] | None = None
     on_conflict = "raise"

@@ -94,6 +94,13 @@ def dumps(value: object, what: str = "args") -> str:
         raise SerializationError(f"{what} cannot be encoded as JSON: {exc}") from exc
     if "\\u0000" in text:
         _no_nul(value, what)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate such as "\ud800"
+        raise SerializationError(
+            f"{what} cannot be encoded as UTF-8: {exc.object[exc.start : exc.end]!r} "
+            "is a lone surrogate"
+        ) from exc
     return text
 
 

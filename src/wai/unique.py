@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from math import inf
 from typing import Any, Literal
 
 from wai.errors import ValidationError
@@ -64,8 +65,12 @@ def unique_key(opts: UniqueOpts, *, kind: str, queue: str, args_json: str, now: 
         canonical: Any = json.loads(args_json)
         parts.append(b"a:" + json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode())
     if opts.by_period is not None:
-        if opts.by_period <= 0:
-            raise ValidationError(f"UniqueOpts.by_period must be > 0 seconds, got {opts.by_period}")
+        period: object = opts.by_period
+        # Also refuses NaN, infinity, bools and strings, which would crash or never roll over.
+        if isinstance(period, bool) or not isinstance(period, int | float) or not 0 < period < inf:
+            raise ValidationError(
+                f"UniqueOpts.by_period must be a finite number of seconds > 0, got {period!r}"
+            )
         bucket = int(now.timestamp() // opts.by_period)
         parts.append(b"p:" + str(bucket).encode())
     return hashlib.blake2b(b"\x00".join(parts), digest_size=16).digest()

@@ -33,14 +33,29 @@ def _failed(row: JobRow, message: str) -> Outcome:
     )
 
 
+class _DeadlineExceeded(Exception):
+    """The attempt outlived its deadline (unlike a ``TimeoutError`` the handler raised)."""
+
+
+def _consume(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()
+
+
 async def _call(
     fn: Any, job: Job[Any], is_async: bool, threads: ThreadPoolExecutor, deadline: float | None
 ) -> Any:
     if is_async:
         if deadline is None:
             return await fn(job)
-        async with asyncio.timeout(deadline):
-            return await fn(job)
+        scope = asyncio.timeout(deadline)
+        try:
+            async with scope:
+                return await fn(job)
+        except TimeoutError:
+            if scope.expired():
+                raise _DeadlineExceeded from None
+            raise  # the handler's own TimeoutError: an ordinary failure
     loop = asyncio.get_running_loop()
     ctx = contextvars.copy_context()
     fut = loop.run_in_executor(threads, functools.partial(ctx.run, fn, job))
@@ -48,7 +63,11 @@ async def _call(
         return await fut
     # A thread cannot be interrupted: past the deadline the attempt is recorded as
     # failed, ``is_cancelled()`` turns true, and the thread's late result is ignored.
-    return await asyncio.wait_for(asyncio.shield(fut), deadline)
+    done, _ = await asyncio.wait({fut}, timeout=deadline)
+    if not done:
+        fut.add_done_callback(_consume)  # the late result or error goes nowhere
+        raise _DeadlineExceeded
+    return fut.result()
 
 
 async def execute(
@@ -74,21 +93,19 @@ async def execute(
     deadline = task.deadline if task.deadline is not None else default_deadline
     try:
         result = await _call(task.fn, job, task.is_async, threads, deadline)
-    except TimeoutError as exc:
-        if not state.cancelled.is_set() and deadline is not None:
-            state.cancelled.set()
-            timeout_error = TimeoutError(f"deadline of {deadline:g}s exceeded")
-            return _with_progress(
-                decide(
-                    job_id=row.id,
-                    run_lease=row.run_lease,
-                    attempt=row.attempt,
-                    max_attempts=row.max_attempts,
-                    exc=timeout_error,
-                ),
-                state,
-            )
-        return _with_progress(_decide_exc(row, exc), state)
+    except _DeadlineExceeded:
+        state.cancelled.set()
+        timeout_error = TimeoutError(f"deadline of {deadline:g}s exceeded")
+        return _with_progress(
+            decide(
+                job_id=row.id,
+                run_lease=row.run_lease,
+                attempt=row.attempt,
+                max_attempts=row.max_attempts,
+                exc=timeout_error,
+            ),
+            state,
+        )
     except asyncio.CancelledError:
         raise
     except Exception as exc:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from wai import _db_async as db
 from wai.context import AttemptState
 from wai.job import JobRow
-from wai.maintenance import Elector, PeriodicService, Promoter
+from wai.maintenance import Elector, PeriodicService, Promoter, Rescuer
 from wai.outcomes import Outcome
 from wai.queues import QueueConfig
 from wai.worker._executor import execute, shutdown_outcome
@@ -48,6 +48,7 @@ class Runtime:
         self._stopping = asyncio.Event()
         self._handlers: dict[asyncio.Task[None], tuple[JobRow, AttemptState]] = {}
         self._background: list[asyncio.Task[None]] = []
+        self._producer_tasks: list[asyncio.Task[None]] = []
         self._threads: ThreadPoolExecutor | None = None
         self._finalizer: Finalizer | None = None
         self.elector: Elector | None = None
@@ -58,7 +59,11 @@ class Runtime:
     async def start(self) -> None:
         """Check the schema, then start every loop in the background."""
         client = self.client
-        await client.check_schema()
+        try:
+            await client.check_schema()
+        except BaseException:
+            self.stopped = True  # nothing started: the client may start again later
+            raise
         pool = client.pool
         schema = client.schema
         total = sum(c.concurrency for c in self.queues.values())
@@ -121,8 +126,23 @@ class Runtime:
                 self.client.schema,
                 interval=self.settings.promote_interval,
                 batch_size=self.settings.promote_batch_size,
-            )
+            ),
+            Rescuer(
+                self.client.pool,
+                self.client.schema,
+                interval=self.settings.rescue_interval,
+                staleness=self.settings.heartbeat_staleness,
+                deadline_grace=self.settings.heartbeat_interval,
+                on_rescued=self._rescued,
+            ),
         ]
+
+    def _rescued(self, rows: Sequence[tuple[JobRow, str]]) -> None:
+        # An attempt rescued by this very process learns it at once, not at its next heartbeat.
+        for row, _reason in rows:
+            state = self.attempts.get((row.id, row.run_lease))
+            if state is not None:
+                state.cancelled.set()
 
     async def _watch_burst(self) -> None:
         await asyncio.gather(*(p.drained.wait() for p in self.producers.values()))

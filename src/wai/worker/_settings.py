@@ -47,7 +47,8 @@ class RuntimeSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 raise ValidationError(f"{name} must be a number of seconds > 0, got {value!r}")
-        if self.heartbeat_staleness < 3 * self.heartbeat_interval:
+        # with a tolerance: 3 * 0.2 == 0.6000000000000001, and 0.6 is exactly 3 x 0.2
+        if self.heartbeat_staleness < 3 * self.heartbeat_interval * (1 - 1e-9):
             raise ValidationError(
                 f"heartbeat_staleness ({self.heartbeat_staleness}s) must be at least "
                 f"3 x heartbeat_interval ({self.heartbeat_interval}s), or live jobs get rescued"

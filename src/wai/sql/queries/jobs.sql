@@ -162,3 +162,45 @@ notified AS (
 SELECT queue, count(*) AS promoted FROM promoted
 WHERE (SELECT count(*) FROM notified) >= 0
 GROUP BY queue;
+
+-- name: job_rescue :many
+-- Close attempts whose worker is presumed dead (stale heartbeat), that outlived their
+-- deadline, or whose external callback timed out: retryable with backoff, or failed
+-- when that attempt was the last one.
+WITH due AS (
+    SELECT id,
+           CASE WHEN state = 'waiting_external' THEN 'callback_timeout'
+                WHEN deadline_at < now() - make_interval(secs => %(deadline_grace)s)
+                    THEN 'deadline_exceeded'
+                ELSE 'stale_heartbeat' END AS reason
+    FROM {schema}.jobs
+    WHERE (state = 'running'
+           AND (heartbeat_at < now() - make_interval(secs => %(staleness)s)
+                OR deadline_at < now() - make_interval(secs => %(deadline_grace)s)))
+       OR (state = 'waiting_external' AND callback_timeout_at < now())
+    ORDER BY id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE {schema}.jobs AS j
+SET state = CASE WHEN j.attempt >= j.max_attempts THEN 'failed'::{schema}.job_state
+                 ELSE 'retryable'::{schema}.job_state END,
+    run_at = CASE WHEN j.attempt >= j.max_attempts THEN j.run_at
+                  ELSE now() + make_interval(secs => least(
+                      power(2, least(j.attempt, 20)) * (1 + random() * 0.25), 86400)) END,
+    finalized_at = CASE WHEN j.attempt >= j.max_attempts THEN now() END,
+    heartbeat_at = NULL,
+    deadline_at = NULL,
+    callback_id = NULL,
+    callback_timeout_at = NULL,
+    errors = j.errors || jsonb_build_array(jsonb_build_object(
+        'error', CASE due.reason
+                     WHEN 'callback_timeout' THEN 'callback timed out'
+                     WHEN 'deadline_exceeded' THEN 'deadline exceeded: rescued by maintenance'
+                     ELSE 'heartbeat stale: worker presumed dead' END,
+        'attempt', j.attempt,
+        'at', now(),
+        'rescued', due.reason))
+FROM due
+WHERE j.id = due.id
+RETURNING j.*, due.reason AS rescue_reason;

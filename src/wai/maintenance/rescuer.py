@@ -1,0 +1,73 @@
+"""Rescue: attempts whose worker died, that outlived their deadline, or whose callback expired."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+
+from wai import _db_async as db
+from wai.job import JobRow
+from wai.maintenance._service import PeriodicService
+
+__all__ = ["Rescuer", "RescuerResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class RescuerResult:
+    """Jobs rescued in one pass by reason: stale_heartbeat, deadline_exceeded, callback_timeout."""
+
+    rescued: dict[str, int] = field(default_factory=dict[str, int])
+
+
+class Rescuer(PeriodicService):
+    """Moves abandoned attempts to ``retryable`` (or ``failed`` on their last attempt).
+
+    The rescue closes the old attempt (the row leaves ``running``), so the late
+    result of a zombie worker is fenced. A deadline is rescued ``deadline_grace``
+    seconds after it passed, so a live worker records its own deadline error first.
+    ``on_rescued`` lets the rescuing process flip ``is_cancelled()`` for attempts
+    that live in it.
+    """
+
+    def __init__(
+        self,
+        pool: AsyncConnectionPool[AsyncConnection[Any]],
+        schema: str,
+        *,
+        interval: float,
+        staleness: float,
+        deadline_grace: float = 1.0,
+        batch_size: int = 1000,
+        on_rescued: Callable[[Sequence[tuple[JobRow, str]]], None] | None = None,
+    ) -> None:
+        self.interval = interval
+        self._pool = pool
+        self._schema = schema
+        self._staleness = staleness
+        self._deadline_grace = deadline_grace
+        self._batch_size = batch_size
+        self._on_rescued = on_rescued
+
+    async def run_once(self) -> RescuerResult:
+        """Rescue in batches until none is left or 32 batches ran."""
+        counts: dict[str, int] = {}
+        for _ in range(32):
+            async with self._pool.connection() as conn:
+                rows = await db.job_rescue(
+                    conn,
+                    self._schema,
+                    staleness=self._staleness,
+                    deadline_grace=self._deadline_grace,
+                    limit=self._batch_size,
+                )
+            for _row, reason in rows:
+                counts[reason] = counts.get(reason, 0) + 1
+            if rows and self._on_rescued is not None:
+                self._on_rescued(rows)
+            if len(rows) < self._batch_size:
+                break
+        return RescuerResult(counts)

@@ -1,0 +1,204 @@
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+import msgspec
+import pydantic
+import pytest
+
+from tests.factories import HOSTILE, ChargeCard, Counter, HTMLToPDF, ResizeImage, SendEmail
+from wai.errors import SerializationError, ValidationError
+from wai.kinds import decode_args, dumps, encode_args, kind_of, kind_of_type, snake_case
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("SendEmail", "send_email"),
+        ("HTMLToPDF", "html_to_pdf"),
+        ("SMTPEmail", "smtp_email"),
+        ("OAuthRefresh", "o_auth_refresh"),
+        ("ProcessV2Import", "process_v2_import"),
+        ("IOError", "io_error"),
+        ("Signup", "signup"),
+        ("getHTTPResponse", "get_http_response"),
+        ("S3Upload", "s3_upload"),
+        ("ABC", "abc"),
+        ("already_snake", "already_snake"),
+    ],
+)
+def test_snake_case_golden(name: str, expected: str) -> None:
+    assert snake_case(name) == expected
+
+
+def test_kind_of_instance_and_class_use_the_class_name() -> None:
+    assert kind_of(SendEmail(to="a@b.c")) == "send_email"
+    assert kind_of(HTMLToPDF) == "html_to_pdf"
+    assert kind_of(ChargeCard(card_id="c", cents=1)) == "charge_card"
+    assert kind_of(ResizeImage(path="p", width=1)) == "resize_image"
+
+
+def test_kind_of_explicit_kind_wins() -> None:
+    assert kind_of(SendEmail(to="x"), "mail.v2:send-now") == "mail.v2:send-now"
+
+
+def test_kind_of_dict_without_kind_is_rejected() -> None:
+    with pytest.raises(ValidationError, match="explicit kind"):
+        kind_of({"to": "x"})
+    assert kind_of({"to": "x"}, "send") == "send"
+
+
+@pytest.mark.parametrize("bad", ["", "a b", "x" * 201, HOSTILE, "tab\tkind", "naïve"])
+def test_kind_of_invalid_explicit_kind_is_rejected(bad: str) -> None:
+    with pytest.raises(ValidationError, match="invalid job kind"):
+        kind_of({"a": 1}, bad)
+
+
+def test_kind_of_type_accepts_a_kind_string() -> None:
+    assert kind_of_type("custom_kind") == "custom_kind"
+    assert kind_of_type(SendEmail) == "send_email"
+    with pytest.raises(ValidationError):
+        kind_of_type("no spaces allowed")
+
+
+# -- encoding ------------------------------------------------------------------------
+
+
+def test_encode_dataclass_roundtrip() -> None:
+    args = SendEmail(to="ü@example.com", subject="héllo")
+    text = encode_args(args)
+    assert json.loads(text) == {"to": "ü@example.com", "subject": "héllo"}
+    assert "ü" in text  # stored as UTF-8, not \u escapes
+    assert decode_args(SendEmail, json.loads(text)) == args
+
+
+def test_encode_pydantic_roundtrip() -> None:
+    class Scheduled(pydantic.BaseModel):
+        at: datetime
+        amount: Decimal
+
+    args = Scheduled(at=datetime(2024, 5, 1, 12, tzinfo=UTC), amount=Decimal("1.50"))
+    data = json.loads(encode_args(args))
+    assert data["at"].startswith("2024-05-01T12:00:00")
+    assert decode_args(Scheduled, data) == args
+
+
+def test_encode_msgspec_roundtrip() -> None:
+    class Stamp(msgspec.Struct):
+        at: datetime
+        tags: list[str]
+
+    args = Stamp(at=datetime(2024, 5, 1, tzinfo=UTC), tags=["a", "b"])
+    data = json.loads(encode_args(args))
+    assert data["tags"] == ["a", "b"]
+    assert decode_args(Stamp, data) == args
+    assert decode_args(ResizeImage, {"path": "p", "width": 3}) == ResizeImage(path="p", width=3)
+
+
+def test_encode_dict_roundtrip() -> None:
+    args: dict[str, Any] = {"n": 1, "nested": {"list": [1, 2.5, None, True, "s"]}}
+    assert json.loads(encode_args(args)) == args
+    assert decode_args(None, args) is args
+    assert decode_args(dict, args) is args
+
+
+def test_encode_is_compact_json() -> None:
+    assert encode_args(Counter(n=1)) == '{"n":1}'
+
+
+def test_literal_backslash_u0000_text_is_not_a_nul_byte() -> None:
+    # Six characters, not a NUL: must be accepted (no false positive of the NUL check).
+    args = {"s": "\\u0000"}
+    assert json.loads(encode_args(args)) == args
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"s": "a\x00b"},
+        {"nested": {"deep": ["ok", "bad\x00"]}},
+        {"key\x00": 1},
+        SendEmail(to="nul\x00@example.com"),
+    ],
+)
+def test_encode_rejects_nul_bytes(args: object) -> None:
+    with pytest.raises(ValidationError, match="NUL"):
+        encode_args(args)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"x": math.nan},
+        {"x": math.inf},
+        {"x": {1, 2}},
+        {"x": datetime(2024, 1, 1, tzinfo=UTC)},
+        {"x": b"bytes"},
+        {"x": Decimal("1.5")},
+        {"x": object()},
+        {1: "int key"},
+        {("tuple", "key"): 1},
+    ],
+)
+def test_encode_rejects_non_json(args: dict[Any, Any]) -> None:
+    with pytest.raises(SerializationError):
+        encode_args(args)
+
+
+@pytest.mark.parametrize("args", [{"s": "\ud800"}, {"k\udfff": 1}, {"l": ["ok", "\udc80"]}])
+def test_encode_rejects_lone_surrogates(args: dict[str, Any]) -> None:
+    # Valid Python str, but not UTF-8: PostgreSQL could never store it.
+    with pytest.raises(SerializationError, match="lone surrogate"):
+        encode_args(args)
+
+
+def test_encode_accepts_astral_characters() -> None:
+    args = {"emoji": "\U0001f680", "cjk": "\u6f22\u5b57"}
+    assert json.loads(encode_args(args)) == args
+
+
+@pytest.mark.parametrize("args", [[1, 2], "text", 42, None, object()])
+def test_encode_rejects_unsupported_args_types(args: object) -> None:
+    with pytest.raises(SerializationError, match="cannot use"):
+        encode_args(args)
+
+
+def test_dumps_names_what_failed() -> None:
+    with pytest.raises(SerializationError, match=r"^metadata cannot be encoded"):
+        dumps({"x": {1}}, "metadata")
+
+
+def test_serialization_error_is_a_validation_error() -> None:
+    assert issubclass(SerializationError, ValidationError)
+    assert issubclass(ValidationError, ValueError)
+
+
+# -- decoding ------------------------------------------------------------------------
+
+
+def test_decode_dataclass_with_wrong_fields_fails_clearly() -> None:
+    with pytest.raises(SerializationError, match="do not decode into SendEmail"):
+        decode_args(SendEmail, {"recipient": "x"})
+
+
+def test_decode_pydantic_validation_failure() -> None:
+    with pytest.raises(SerializationError, match="ChargeCard"):
+        decode_args(ChargeCard, {"card_id": "c", "cents": "not a number"})
+
+
+def test_decode_msgspec_type_mismatch() -> None:
+    with pytest.raises(SerializationError, match="ResizeImage"):
+        decode_args(ResizeImage, {"path": "p", "width": "wide"})
+
+
+def test_decode_plain_class_uses_keywords() -> None:
+    @dataclass(frozen=True)
+    class Plain:
+        a: int
+
+    assert decode_args(Plain, {"a": 1}) == Plain(a=1)

@@ -1,0 +1,164 @@
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from wai import _sql
+from wai._sql import QUERIES, Query, load, parse, query, render, validate_schema
+from wai.errors import ValidationError
+
+EXPECTED_QUERIES = {
+    "job_insert": "many",
+    "job_insert_many": "many",
+    "job_get_by_unique_key": "one",
+    "job_get": "one",
+    "job_list": "many",
+    "job_claim": "many",
+    "job_finalize_many": "many",
+    "job_heartbeat_many": "many",
+    "job_promote_due": "many",
+    "leader_attempt_elect": "one",
+    "leader_resign": "exec",
+}
+
+
+def test_loader_parses_every_shipped_query() -> None:
+    for name, cardinality in EXPECTED_QUERIES.items():
+        assert name in QUERIES, name
+        q = QUERIES[name]
+        assert q.name == name
+        assert q.cardinality == cardinality
+        assert "{schema}" in q.text
+        assert not q.text.startswith("--")
+        assert "-- name:" not in q.text
+
+
+def test_every_query_renders_for_a_schema() -> None:
+    for name in QUERIES:
+        text = query(name, "jobs_x")
+        assert "{schema}" not in text
+        assert '"jobs_x".' in text
+
+
+def test_query_is_cached_per_schema() -> None:
+    assert query("job_get", "wai") is query("job_get", "wai")
+    assert query("job_get", "wai") != query("job_get", "other")
+
+
+SOURCE = """\
+-- A file comment before the first header is ignored.
+
+-- name: first :one
+-- A comment line inside a query is dropped.
+SELECT 1
+FROM {schema}.jobs;
+
+-- name: second :many
+SELECT 2;
+-- name: third :exec
+DELETE FROM {schema}.jobs
+"""
+
+
+def test_parse_splits_on_headers() -> None:
+    assert parse(SOURCE) == [
+        Query("first", "one", "SELECT 1\nFROM {schema}.jobs;"),
+        Query("second", "many", "SELECT 2;"),
+        Query("third", "exec", "DELETE FROM {schema}.jobs"),
+    ]
+
+
+def test_parse_without_headers_finds_nothing() -> None:
+    assert parse("SELECT 1;\n-- name: not a header\n") == []
+
+
+def test_parse_ignores_malformed_headers() -> None:
+    # An unknown cardinality is not a header, so its text belongs to the previous query.
+    got = parse("-- name: a :one\nSELECT 1;\n-- name: b :all\nSELECT 2;\n")
+    assert [q.name for q in got] == ["a"]
+
+
+def test_parse_keeps_duplicates_for_the_loader_to_reject() -> None:
+    got = parse("-- name: a :one\nSELECT 1;\n-- name: a :one\nSELECT 2;\n")
+    assert [q.name for q in got] == ["a", "a"]
+
+
+def _fake_package(monkeypatch: pytest.MonkeyPatch, root: Path, files: dict[str, str]) -> None:
+    folder = root / "sql" / "queries"
+    folder.mkdir(parents=True)
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    monkeypatch.setattr(_sql, "resources", SimpleNamespace(files=lambda _pkg: root))
+
+
+def test_load_rejects_duplicate_names_in_one_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _fake_package(
+        monkeypatch, tmp_path, {"a.sql": "-- name: q :one\nSELECT 1;\n-- name: q :one\nSELECT 2;\n"}
+    )
+    with pytest.raises(RuntimeError, match="'q' is defined twice"):
+        load()
+
+
+def test_load_rejects_duplicate_names_across_files(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _fake_package(
+        monkeypatch,
+        tmp_path,
+        {"a.sql": "-- name: q :one\nSELECT 1;\n", "b.sql": "-- name: q :exec\nSELECT 2;\n"},
+    )
+    with pytest.raises(RuntimeError, match="defined twice"):
+        load()
+
+
+def test_load_reads_only_sql_files(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _fake_package(
+        monkeypatch,
+        tmp_path,
+        {
+            "a.sql": "-- name: qa :one\nSELECT 1;\n",
+            "b.sql": "-- name: qb :many\nSELECT 2;\n",
+            "README.md": "-- name: ignored :one\nSELECT 3;\n",
+        },
+    )
+    assert sorted(load()) == ["qa", "qb"]
+
+
+@pytest.mark.parametrize("schema", ["wai", "jobs_x", "_private", "a1", "x" * 63])
+def test_validate_schema_accepts_plain_identifiers(schema: str) -> None:
+    assert validate_schema(schema) == schema
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        "wai; drop",
+        "wai; DROP SCHEMA wai CASCADE; --",
+        'wai"',
+        "wai.jobs",
+        "Wai",
+        "1wai",
+        "",
+        "x" * 64,
+        "wai ",
+        "wai-x",
+        None,
+        5,
+    ],
+)
+def test_validate_schema_rejects_anything_else(schema: object) -> None:
+    with pytest.raises(ValidationError, match="invalid schema name"):
+        validate_schema(schema)  # pyright: ignore[reportArgumentType]
+
+
+def test_render_quotes_the_schema() -> None:
+    assert render("SELECT * FROM {schema}.jobs", "wai") == 'SELECT * FROM "wai".jobs'
+
+
+def test_render_rejects_a_hostile_schema() -> None:
+    with pytest.raises(ValidationError):
+        render("SELECT * FROM {schema}.jobs", "wai; drop")
