@@ -18,6 +18,7 @@ FILES = {
     "_db_async.py": "_db.py",
     "_producer_async.py": "_producer.py",
     "_client_base_async.py": "_client_base.py",
+    "_transitions_async.py": "_transitions.py",
 }
 
 SUBS = [
@@ -36,6 +37,7 @@ SUBS = [
     (r"\b__aexit__\b", "__exit__"),
     (r"\b_db_async\b", "_db"),
     (r"\b_producer_async\b", "_producer"),
+    (r"\b_transitions_async\b", "_transitions"),
     (r"the async client \(source of the sync client\)", "the sync client"),
 ]
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from wai import bridge
+from wai import bridge, events
 from wai._client_base import Transaction
 from wai._client_base_async import AsyncTransaction
+from wai._version import __version__
+from wai.admin import QueueStats
 from wai.client import AsyncClient, Client
 from wai.context import Job
 from wai.errors import (
     CallbackNotFound,
     DatabaseError,
     FollowUpError,
+    InvalidStateError,
     JobNotFound,
     SchemaNotMigrated,
     SerializationError,
@@ -20,13 +23,13 @@ from wai.errors import (
     ValidationError,
     WaiError,
 )
+from wai.followups import RescueReason
 from wai.inserts import EnqueueRequest
+from wai.instances import RuntimeInstance
 from wai.job import JobRow, JobState, Trigger
 from wai.queues import QueueConfig
 from wai.results import CallbackToken, Cancel, RetryAfter, Snooze, WaitForCallback
 from wai.unique import UniqueOpts
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AsyncClient",
@@ -38,12 +41,16 @@ __all__ = [
     "DatabaseError",
     "EnqueueRequest",
     "FollowUpError",
+    "InvalidStateError",
     "Job",
     "JobNotFound",
     "JobRow",
     "JobState",
     "QueueConfig",
+    "QueueStats",
+    "RescueReason",
     "RetryAfter",
+    "RuntimeInstance",
     "SchemaNotMigrated",
     "SerializationError",
     "Snooze",
@@ -58,4 +65,5 @@ __all__ = [
     "WaitForCallback",
     "__version__",
     "bridge",
+    "events",
 ]

@@ -15,10 +15,19 @@ from psycopg_pool import ConnectionPool
 
 from wai import _db as db
 from wai import _producer as producer
+from wai._registration import RegistrationMixin
 from wai._sql import validate_schema
 from wai._translate import translate_errors
+from wai.admin import (
+    CANCELLABLE_STATES,
+    RETRYABLE_STATES,
+    QueueStats,
+    check_job_id,
+    rejected,
+)
 from wai.errors import JobNotFound, SchemaNotMigrated, ValidationError
-from wai.inserts import EnqueueRequest, NewJob, build_job
+from wai.inserts import EnqueueRequest, NewJob, build_job, validate_queue
+from wai.instances import RuntimeInstance
 from wai.job import JobRow, JobState
 from wai.migrate import migrations
 from wai.registry import Registry
@@ -67,7 +76,7 @@ class Transaction:
         return producer.insert_batch(self.connection, self._client.schema, jobs)
 
 
-class ClientBase:
+class ClientBase(RegistrationMixin):
     """Connection pool, registry, producer and admin methods."""
 
     def __init__(
@@ -250,6 +259,7 @@ class ClientBase:
 
     def get_job(self, job_id: int) -> JobRow:
         """The job with ``job_id``; raises :class:`wai.JobNotFound`."""
+        job_id = check_job_id(job_id)
         with self.connection() as conn:
             with translate_errors(self.schema):
                 row = db.job_get(conn, self.schema, job_id)
@@ -291,3 +301,94 @@ class ClientBase:
                     before_id=before_id,
                     limit=limit,
                 )
+
+    def cancel(self, job_id: int) -> JobRow:
+        """Cancel a job that has not finished; returns its ``cancelled`` row.
+
+        Any non-terminal job (scheduled, available, running, retryable,
+        waiting_external) becomes ``cancelled`` with ``finalized_at`` set and an
+        error entry ``"cancelled by operator"``. When it was running (or parked on
+        a callback), its worker is notified in the same transaction and the
+        attempt's ``job.is_cancelled()`` turns true; whatever the attempt returns
+        afterwards is fenced off. Raises :class:`wai.JobNotFound`, or
+        :class:`wai.InvalidStateError` for a completed, failed or cancelled job.
+        """
+        job_id = check_job_id(job_id)
+        with self.connection() as conn:
+            with translate_errors(self.schema):
+                found = db.job_cancel(conn, self.schema, job_id)
+        if found is None:
+            raise JobNotFound(f"no job with id {job_id}")
+        state, row = found
+        if row is None:
+            raise rejected("cancel", job_id, state, CANCELLABLE_STATES)
+        return row
+
+    def retry(self, job_id: int) -> JobRow:
+        """Run a failed, cancelled or waiting_external job again, now.
+
+        The job becomes ``available`` with ``attempt`` reset to 0 (a fresh retry
+        budget), ``run_at`` now, and its finalization, heartbeat, deadline and
+        callback cleared; its error history is kept. Its queue's workers are
+        woken. Raises :class:`wai.JobNotFound`, or :class:`wai.InvalidStateError`
+        for a job in any other state.
+        """
+        job_id = check_job_id(job_id)
+        with self.connection() as conn:
+            with translate_errors(self.schema):
+                found = db.job_retry(conn, self.schema, job_id)
+        if found is None:
+            raise JobNotFound(f"no job with id {job_id}")
+        state, row = found
+        if row is None:
+            raise rejected("retry", job_id, state, RETRYABLE_STATES)
+        return row
+
+    def pause_queue(self, name: str) -> None:
+        """Stop workers from claiming jobs of queue ``name`` until it is resumed.
+
+        Inserts into a paused queue still succeed, and attempts already running
+        finish. Pausing a paused queue changes nothing.
+        """
+        validate_queue(name)
+        with self.connection() as conn:
+            with translate_errors(self.schema):
+                db.queue_pause(conn, self.schema, name)
+
+    def resume_queue(self, name: str) -> None:
+        """Let workers claim from queue ``name`` again; idle workers are woken at once."""
+        validate_queue(name)
+        with self.connection() as conn:
+            with translate_errors(self.schema):
+                db.queue_resume(conn, self.schema, name)
+
+    def drain_queue(self, name: str) -> int:
+        """Cancel every job of queue ``name`` that waits to run; returns how many.
+
+        Available, scheduled, retryable and waiting_external jobs become
+        ``cancelled`` (error ``"cancelled by operator: queue drained"``); running
+        attempts are left to finish. Combine with :meth:`pause_queue` to empty a
+        queue that producers keep filling.
+        """
+        validate_queue(name)
+        with self.connection() as conn:
+            with translate_errors(self.schema):
+                return db.queue_drain(conn, self.schema, name)
+
+    def queue_stats(self) -> list[QueueStats]:
+        """One :class:`wai.QueueStats` per queue that has jobs or was paused, by name."""
+        with self.connection() as conn:
+            with translate_errors(self.schema):
+                return db.queue_stats(conn, self.schema)
+
+    def list_runtime_instances(self) -> list[RuntimeInstance]:
+        """The live worker and maintenance processes, as they last recorded themselves.
+
+        One :class:`wai.RuntimeInstance` per process, oldest first. Each process
+        refreshes its row every ``record_interval`` seconds and deletes it when it
+        shuts down gracefully; rows of crashed processes linger until the
+        maintenance leader collects them (3 x their record interval, at least 30 s).
+        """
+        with self.connection() as conn:
+            with translate_errors(self.schema):
+                return db.runtime_instance_list(conn, self.schema)

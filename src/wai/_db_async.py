@@ -11,13 +11,20 @@ from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row
 
 from wai._sql import query, validate_schema
+from wai.admin import QueueStats
 from wai.inserts import NewJob
-from wai.job import JobRow
+from wai.instances import RuntimeInstance
+from wai.job import JobRow, JobState
 from wai.migrate import Migration, ledger_sql, lock_key, pending
 from wai.outcomes import Outcome
 
 __all__ = [
+    "cancel_channel",
+    "channel",
+    "job_age_priority",
+    "job_cancel",
     "job_claim",
+    "job_delete_finalized",
     "job_finalize_many",
     "job_get",
     "job_get_by_unique_key",
@@ -27,16 +34,39 @@ __all__ = [
     "job_list",
     "job_promote_due",
     "job_rescue",
+    "job_retry",
     "leader_attempt_elect",
     "leader_resign",
     "migrate_applied",
     "migrate_apply",
+    "outbox_backoff",
+    "outbox_delete",
+    "outbox_dispatched_specs",
+    "outbox_list",
+    "outbox_lock_due",
+    "queue_drain",
+    "queue_pause",
+    "queue_resume",
+    "queue_settings_upsert",
+    "queue_stats",
+    "runtime_instance_delete",
+    "runtime_instance_delete_stale",
+    "runtime_instance_list",
+    "runtime_instance_upsert",
 ]
 
 
 def channel(schema: str) -> str:
     """The NOTIFY channel that wakes the workers of ``schema``."""
     return f"{validate_schema(schema)}.jobs"
+
+
+def cancel_channel(schema: str) -> str:
+    """The NOTIFY channel that tells workers of ``schema`` to stop an attempt.
+
+    The payload is ``{"job_id": ..., "run_lease": ...}``.
+    """
+    return f"{validate_schema(schema)}.cancel"
 
 
 async def _rows(
@@ -290,3 +320,211 @@ async def job_rescue(
             {"staleness": staleness, "deadline_grace": deadline_grace, "limit": limit},
         )
         return [(JobRow.from_record(r), r["rescue_reason"]) for r in await cur.fetchall()]
+
+
+async def _operated(
+    conn: AsyncConnection[Any], name: str, schema: str, job_id: int
+) -> tuple[JobState, JobRow | None] | None:
+    # None: no such job. (state, None): the state did not allow the action.
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
+            query(name, schema),
+            {"id": job_id, "channel": channel(schema), "cancel_channel": cancel_channel(schema)},
+        )
+        rec = await cur.fetchone()
+    if rec is None:
+        return None
+    found = JobState(rec["prev_state"])
+    return found, JobRow.from_record(rec) if rec["id"] is not None else None
+
+
+async def job_cancel(
+    conn: AsyncConnection[Any], schema: str, job_id: int
+) -> tuple[JobState, JobRow | None] | None:
+    """Cancel a non-terminal job, notifying its worker; see :func:`job_retry` for results."""
+    return await _operated(conn, "job_cancel", schema, job_id)
+
+
+async def job_retry(
+    conn: AsyncConnection[Any], schema: str, job_id: int
+) -> tuple[JobState, JobRow | None] | None:
+    """Make a failed/cancelled/waiting_external job available now.
+
+    None when no job has ``job_id``; else the state the job was found in and its
+    new row, or None for the row when that state did not allow the action.
+    """
+    return await _operated(conn, "job_retry", schema, job_id)
+
+
+async def queue_pause(conn: AsyncConnection[Any], schema: str, name: str) -> None:
+    """Mark queue ``name`` paused (creating its row if needed)."""
+    await conn.execute(query("queue_pause", schema), {"name": name})
+
+
+async def queue_resume(conn: AsyncConnection[Any], schema: str, name: str) -> None:
+    """Mark queue ``name`` not paused and wake its workers."""
+    await conn.execute(query("queue_resume", schema), {"name": name, "channel": channel(schema)})
+
+
+async def queue_drain(conn: AsyncConnection[Any], schema: str, queue: str) -> int:
+    """Cancel the jobs of ``queue`` waiting to run; returns how many."""
+    cur = await conn.execute(
+        query("queue_drain", schema), {"queue": queue, "cancel_channel": cancel_channel(schema)}
+    )
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def queue_stats(conn: AsyncConnection[Any], schema: str) -> list[QueueStats]:
+    """Counts by state, pause flag and lag of every known queue, by name."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(query("queue_stats", schema))
+        return [QueueStats.from_record(r) for r in await cur.fetchall()]
+
+
+# -- maintenance: runtime records, retention cleanup, priority aging -------------------
+
+
+async def runtime_instance_upsert(
+    conn: AsyncConnection[Any],
+    schema: str,
+    *,
+    instance_id: str,
+    hostname: str,
+    pid: int,
+    version: str,
+    role: str,
+    queues: dict[str, int],
+    concurrency: int,
+    in_flight: int,
+    leader: bool,
+    healthy: bool,
+    health: dict[str, Any],
+    specs: list[dict[str, str]],
+) -> None:
+    """Create or refresh the record of one live process (with the follow-up specs it holds)."""
+    await conn.execute(
+        query("runtime_instance_upsert", schema),
+        {
+            "instance_id": instance_id,
+            "hostname": hostname,
+            "pid": pid,
+            "version": version,
+            "role": role,
+            "queues": json.dumps(queues),
+            "concurrency": concurrency,
+            "in_flight": in_flight,
+            "leader": leader,
+            "healthy": healthy,
+            "health": json.dumps(health),
+            "specs": json.dumps(specs),
+        },
+    )
+
+
+async def runtime_instance_delete(
+    conn: AsyncConnection[Any], schema: str, instance_id: str
+) -> None:
+    """Remove the record of a process that shuts down."""
+    await conn.execute(query("runtime_instance_delete", schema), {"instance_id": instance_id})
+
+
+async def runtime_instance_delete_stale(
+    conn: AsyncConnection[Any], schema: str, *, default_interval: float, min_age: float
+) -> list[str]:
+    """Remove the records of processes presumed dead; returns their instance ids."""
+    cur = await conn.execute(
+        query("runtime_instance_delete_stale", schema),
+        {"default_interval": default_interval, "min_age": min_age},
+    )
+    return [r[0] for r in await cur.fetchall()]
+
+
+async def runtime_instance_list(conn: AsyncConnection[Any], schema: str) -> list[RuntimeInstance]:
+    """Every recorded process, oldest first."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(query("runtime_instance_list", schema))
+        return [RuntimeInstance.from_record(r) for r in await cur.fetchall()]
+
+
+async def queue_settings_upsert(
+    conn: AsyncConnection[Any],
+    schema: str,
+    settings: Sequence[tuple[str, float | None, float | None]],
+) -> None:
+    """Store ``(queue, completed_retention, priority_aging)`` in seconds; None keeps the old."""
+    await conn.execute(
+        query("queue_settings_upsert", schema),
+        {
+            "name": [s[0] for s in settings],
+            "retention": [s[1] for s in settings],
+            "aging": [s[2] for s in settings],
+        },
+    )
+
+
+async def job_delete_finalized(
+    conn: AsyncConnection[Any],
+    schema: str,
+    *,
+    completed: float,
+    failed: float,
+    cancelled: float,
+    limit: int,
+) -> dict[str, int]:
+    """Delete up to ``limit`` terminal jobs past their retention; returns counts per state."""
+    cur = await conn.execute(
+        query("job_delete_finalized", schema),
+        {"completed": completed, "failed": failed, "cancelled": cancelled, "limit": limit},
+    )
+    return {r[0]: r[1] for r in await cur.fetchall()}
+
+
+async def job_age_priority(conn: AsyncConnection[Any], schema: str, limit: int) -> dict[str, int]:
+    """Raise the priority of long-waiting jobs of aging queues; returns counts per queue."""
+    cur = await conn.execute(query("job_age_priority", schema), {"limit": limit})
+    return {r[0]: r[1] for r in await cur.fetchall()}
+
+
+async def outbox_lock_due(
+    conn: AsyncConnection[Any], schema: str, *, pairs: Sequence[tuple[str, str]], limit: int
+) -> list[dict[str, Any]]:
+    """Lock due outbox rows of the given (kind, outcome) pairs (in the caller's transaction)."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
+            query("outbox_lock_due", schema),
+            {"kinds": [p[0] for p in pairs], "outcomes": [p[1] for p in pairs], "limit": limit},
+        )
+        return await cur.fetchall()
+
+
+async def outbox_dispatched_specs(
+    conn: AsyncConnection[Any], schema: str, *, job_id: int, run_lease: int, outcome: str
+) -> set[str]:
+    """Names of the specs whose follow-up already exists for one trigger attempt."""
+    cur = await conn.execute(
+        query("outbox_dispatched_specs", schema),
+        {"job_id": job_id, "run_lease": run_lease, "outcome": outcome},
+    )
+    return {r[0] for r in await cur.fetchall()}
+
+
+async def outbox_delete(conn: AsyncConnection[Any], schema: str, *, outbox_id: int) -> None:
+    """Remove a dispatched outbox row."""
+    await conn.execute(query("outbox_delete", schema), {"id": outbox_id})
+
+
+async def outbox_backoff(
+    conn: AsyncConnection[Any], schema: str, *, outbox_id: int, error: str
+) -> None:
+    """Record a failed dispatch; the row is retried later."""
+    await conn.execute(query("outbox_backoff", schema), {"id": outbox_id, "error": error})
+
+
+async def outbox_list(
+    conn: AsyncConnection[Any], schema: str, *, limit: int
+) -> list[dict[str, Any]]:
+    """Pending outbox rows, oldest first."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(query("outbox_list", schema), {"limit": limit})
+        return await cur.fetchall()

@@ -31,7 +31,9 @@ def translate_errors(schema: str) -> Iterator[None]:
         if exc.diag.constraint_name == "jobs_unique_idx":
             raise UniqueConflict("a job with the same unique key already exists") from exc
         raise DatabaseError(f"unique violation: {exc.diag.message_primary}") from exc
-    except (pgerr.CheckViolation, pgerr.NotNullViolation, pgerr.DataException) as exc:
+    # psycopg.DataError is every SQLSTATE of class 22 (out-of-range numbers, bad text...);
+    # pgerr.DataException alone is only the bare 22000.
+    except (pgerr.CheckViolation, pgerr.NotNullViolation, psycopg.DataError) as exc:
         raise ValidationError(f"rejected by the database: {exc.diag.message_primary}") from exc
     except psycopg.OperationalError:
         raise

@@ -21,9 +21,11 @@ from typing import Any
 
 import psycopg
 
-from wai import migrate
+from wai import _tables, migrate
 from wai.client import AsyncClient, Client
 from wai.errors import DatabaseError, ValidationError, WaiError
+from wai.instances import registry_drift
+from wai.job import JobState
 
 __all__ = ["build_parser", "main"]
 
@@ -36,6 +38,12 @@ _TIMINGS = (
     ("rescue_interval", "how often the leader looks for stale jobs"),
     ("promote_interval", "how often the leader promotes due scheduled/retryable jobs"),
     ("election_interval", "how often leadership is renewed or sought"),
+    ("record_interval", "how often the process refreshes its runtime record"),
+    ("cleanup_interval", "how often the leader deletes expired terminal jobs"),
+    ("aging_interval", "how often the leader applies priority aging"),
+    ("completed_retention", "how long completed jobs are kept (default 1 day)"),
+    ("failed_retention", "how long failed jobs are kept (default 7 days)"),
+    ("cancelled_retention", "how long cancelled jobs are kept (default 7 days)"),
 )
 
 
@@ -102,10 +110,38 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="seconds running jobs get to finish on SIGTERM/SIGINT (default 10)",
     )
+    p.add_argument(
+        "--processes",
+        type=_processes,
+        metavar="N",
+        help="run N worker processes under a supervisor that restarts any that dies "
+        "(one process uses about one core)",
+    )
     for name, text in _TIMINGS:
         flag = "--" + name.replace("_", "-")
         p.add_argument(flag, dest=name, type=_seconds, metavar="S", help=f"seconds: {text}")
 
+    p = _subparser(
+        sub,
+        "maintenance",
+        "run only the leader-elected maintenance for APP (claims no job)",
+        _cmd_maintenance,
+    )
+    p.add_argument("app", metavar="APP", help="module:attribute naming a wai.AsyncClient")
+    p.add_argument(
+        "--shutdown-timeout",
+        type=_seconds,
+        default=10.0,
+        metavar="S",
+        help="seconds to stop on SIGTERM/SIGINT (default 10)",
+    )
+    for name, text in _TIMINGS:
+        if name != "poll_interval":  # nothing is claimed, so nothing is polled
+            flag = "--" + name.replace("_", "-")
+            p.add_argument(flag, dest=name, type=_seconds, metavar="S", help=f"seconds: {text}")
+
+    _add_operator_commands(sub)
+    _add_instance_commands(sub)
     _subparser(sub, "demo", "run a small signup example end to end", _cmd_demo)
     return parser
 
@@ -137,10 +173,43 @@ def _cmd_migrate(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
 
 
 def _cmd_worker(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
-    from wai._app import load_app, parse_app  # imports user code: only for `worker`
+    queues = _parse_queues(args.queue)
+    client, url = _load_runtime_app(args, stack)
+    if args.processes is not None:
+        return _supervise(args, client, url)
+    served = ", ".join(queues or client.registry.queues()) or "(none)"
+    mode = "until the queues are empty" if args.burst else "until SIGTERM or Ctrl-C"
+    banner = f"worker for {args.app}: queues {served}, schema {client.schema!r}, {mode}"
+    asyncio.run(
+        _run_worker(
+            client,
+            queues,
+            banner,
+            burst=args.burst,
+            maintenance=args.maintenance,
+            **_runtime_options(args),
+        )
+    )
+    return 0
+
+
+def _cmd_maintenance(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    client, _url = _load_runtime_app(args, stack)
+    banner = (
+        f"maintenance for {args.app}: leader election, promotion, rescue, cleanup, aging; "
+        f"no queues served; schema {client.schema!r}, until SIGTERM or Ctrl-C"
+    )
+    asyncio.run(_run_worker(client, {}, banner, maintenance=True, **_runtime_options(args)))
+    return 0
+
+
+def _load_runtime_app(
+    args: argparse.Namespace, stack: contextlib.ExitStack
+) -> tuple[AsyncClient, str]:
+    """Import APP's client for `worker`/`maintenance`; returns it and the database URL."""
+    from wai._app import load_app, parse_app  # imports user code: only for these commands
 
     parse_app(args.app)  # a malformed APP fails before any database is started
-    queues = _parse_queues(args.queue)
     url = _database_url(args, stack)
     # A client built at import without a URL reads WAI_DATABASE_URL: give it ours.
     os.environ["WAI_DATABASE_URL"] = url
@@ -150,31 +219,60 @@ def _cmd_worker(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         raise
     except Exception:
         traceback.print_exc()
-        _err(f"importing APP {args.app!r} failed (traceback above)")
-        return 1
+        raise WaiError(f"importing APP {args.app!r} failed (traceback above)") from None
     if args.database_url and client.database_url != args.database_url:
         raise UsageError(f"{args.app} uses its own database URL, not the --database-url given")
     if args.schema and client.schema != args.schema:
         raise UsageError(f"{args.app} uses schema {client.schema!r}, not --schema {args.schema!r}")
     if client.database_url != url:  # APP's client names its own database
         _check_reachable(client.database_url)
-    served = ", ".join(queues or client.registry.queues()) or "(none)"
-    mode = "until the queues are empty" if args.burst else "until SIGTERM or Ctrl-C"
-    banner = f"worker for {args.app}: queues {served}, schema {client.schema!r}, {mode}"
-    runtime: dict[str, Any] = {name: getattr(args, name) for name, _ in _TIMINGS}
-    runtime = {k: v for k, v in runtime.items() if v is not None}
-    asyncio.run(
-        _run_worker(
-            client,
-            queues,
-            banner,
-            burst=args.burst,
-            maintenance=args.maintenance,
-            shutdown_timeout=args.shutdown_timeout,
-            **runtime,
-        )
+    return client, url
+
+
+def _runtime_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``shutdown_timeout`` and the timings given on the command line."""
+    runtime: dict[str, Any] = {
+        name: getattr(args, name) for name, _ in _TIMINGS if getattr(args, name, None) is not None
+    }
+    return {"shutdown_timeout": args.shutdown_timeout, **runtime}
+
+
+def _supervise(args: argparse.Namespace, client: AsyncClient, url: str) -> int:
+    """`wai worker --processes N`: N child workers under a :class:`wai.supervisor.Supervisor`."""
+    from wai.supervisor import Supervisor
+
+    with Client(client.database_url, schema=client.schema, max_connections=1) as check:
+        check.check_schema()  # fail once here rather than in every child, again and again
+    _err(
+        f"supervising {args.processes} worker processes for {args.app}, "
+        f"schema {client.schema!r}, until SIGTERM or Ctrl-C",
+        "",
     )
-    return 0
+    supervisor = Supervisor(
+        _worker_argv(args), args.processes, env={**os.environ, "WAI_DATABASE_URL": url}
+    )
+    return asyncio.run(supervisor.run())
+
+
+def _worker_argv(args: argparse.Namespace) -> list[str]:
+    """The command line of one child of `wai worker --processes N`: the same options.
+
+    The database URL travels in ``WAI_DATABASE_URL``, not in the arguments that
+    ``ps`` shows.
+    """
+    argv = [sys.executable, "-m", "wai"]
+    if args.schema:
+        argv += ["--schema", args.schema]
+    argv += ["worker", args.app]
+    for spec in args.queue:
+        argv += ["--queue", spec]
+    if args.burst:
+        argv.append("--burst")
+    if not args.maintenance:
+        argv.append("--no-maintenance")
+    for name, value in _runtime_options(args).items():
+        argv += ["--" + name.replace("_", "-"), repr(value)]
+    return argv
 
 
 async def _run_worker(
@@ -191,6 +289,177 @@ def _cmd_demo(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
 
     url = _database_url(args, stack)
     return asyncio.run(demo.run(url, schema=args.schema or demo.SCHEMA))
+
+
+# -- operator actions: jobs and queues ----------------------------------------------------
+
+
+def _add_operator_commands(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],  # pyright: ignore[reportPrivateUsage]
+) -> None:
+    jobs = _group(sub, "jobs", "list, show, retry and cancel jobs")
+    p = _subparser(jobs, "list", "list jobs, newest first", _cmd_jobs_list)
+    p.add_argument("--state", choices=[s.value for s in JobState], help="only jobs in STATE")
+    p.add_argument("--kind", metavar="KIND", help="only jobs of this kind")
+    p.add_argument("--queue", metavar="QUEUE", help="only jobs of this queue")
+    p.add_argument("--tag", metavar="TAG", help="only jobs carrying this tag")
+    p.add_argument(
+        "--limit", type=_limit, default=100, metavar="N", help="at most N jobs (default 100)"
+    )
+    p.add_argument(
+        "--before-id", type=int, metavar="ID", help="only jobs older than ID (the next page)"
+    )
+    _json_option(p)
+    p = _subparser(jobs, "show", "every field of one job, its errors and progress", _cmd_jobs_show)
+    p.add_argument("id", type=int, metavar="ID", help="the job id")
+    _json_option(p)
+    p = _subparser(jobs, "retry", "run a failed or cancelled job again now", _cmd_jobs_retry)
+    p.add_argument("id", type=int, metavar="ID", help="the job id")
+    _json_option(p)
+    p = _subparser(jobs, "cancel", "cancel a job that has not finished", _cmd_jobs_cancel)
+    p.add_argument("id", type=int, metavar="ID", help="the job id")
+    _json_option(p)
+
+    queues = _group(sub, "queues", "list, pause, resume and drain queues")
+    p = _subparser(queues, "list", "counts by state, pause flag and lag per queue", _cmd_queues)
+    _json_option(p)
+    for name, text in (
+        ("pause", "stop workers claiming from queue NAME (inserts still land)"),
+        ("resume", "let workers claim from queue NAME again"),
+        ("drain", "cancel every job of queue NAME that waits to run (not running ones)"),
+    ):
+        p = _subparser(queues, name, text, _cmd_queue_action)
+        p.add_argument("name", metavar="NAME", help="the queue")
+        p.set_defaults(action=name)
+
+
+def _add_instance_commands(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],  # pyright: ignore[reportPrivateUsage]
+) -> None:
+    group = _group(sub, "instances", "live worker and maintenance processes")
+    p = _subparser(
+        group,
+        "list",
+        "live processes: role, queues, leader, health, follow-up specs, registry drift",
+        _cmd_instances,
+    )
+    _json_option(p)
+
+
+def _cmd_instances(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    instances = _admin_client(args, stack).list_runtime_instances()
+    drift = registry_drift(instances)
+    if args.json:
+        print(
+            _tables.json_text(
+                {
+                    "instances": instances,
+                    "drift": [
+                        {"kind": k, "outcome": o, "specs_by_instance": views}
+                        for (k, o), views in drift.items()
+                    ],
+                }
+            )
+        )
+        return 0
+    print(_tables.instances_table(instances))
+    for (kind, outcome), views in drift.items():
+        _err(f"registry drift on {kind} → {outcome}:", "")
+        for instance, names in views.items():
+            _err(f"  {instance}: {', '.join(names) or '(no spec)'}", "")
+    return 0
+
+
+def _cmd_jobs_list(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    client = _admin_client(args, stack)
+    rows = client.list_jobs(
+        state=args.state,
+        kind=args.kind,
+        queue=args.queue,
+        tag=args.tag,
+        limit=args.limit,
+        before_id=args.before_id,
+    )
+    if args.json:
+        print(_tables.json_text(rows))
+        return 0
+    print(_tables.jobs_table(rows))
+    if len(rows) == args.limit:
+        _err(f"more jobs may follow: add --before-id {rows[-1].id}", "")
+    return 0
+
+
+def _cmd_jobs_show(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    row = _admin_client(args, stack).get_job(args.id)
+    print(_tables.json_text(row) if args.json else _tables.job_detail(row))
+    return 0
+
+
+def _cmd_jobs_retry(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    row = _admin_client(args, stack).retry(args.id)
+    if args.json:
+        print(_tables.json_text(row))
+    else:
+        print(f"job {row.id} retried: available now on queue {row.queue!r}, attempt reset to 0")
+    return 0
+
+
+def _cmd_jobs_cancel(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    row = _admin_client(args, stack).cancel(args.id)
+    print(_tables.json_text(row) if args.json else f"job {row.id} cancelled")
+    return 0
+
+
+def _cmd_queues(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    stats = _admin_client(args, stack).queue_stats()
+    print(_tables.json_text(stats) if args.json else _tables.queues_table(stats))
+    return 0
+
+
+def _cmd_queue_action(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    client = _admin_client(args, stack)
+    name: str = args.name
+    if args.action == "pause":
+        client.pause_queue(name)
+        print(f"queue {name!r} paused: workers claim nothing from it until it is resumed")
+    elif args.action == "resume":
+        client.resume_queue(name)
+        print(f"queue {name!r} resumed")
+    else:
+        drained = client.drain_queue(name)
+        print(f"queue {name!r} drained: {drained} job{'' if drained == 1 else 's'} cancelled")
+    return 0
+
+
+def _admin_client(args: argparse.Namespace, stack: contextlib.ExitStack) -> Client:
+    url = _database_url(args, stack)
+    return stack.enter_context(Client(url, schema=args.schema or "wai", max_connections=1))
+
+
+def _group(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],  # pyright: ignore[reportPrivateUsage]
+    name: str,
+    text: str,
+) -> argparse._SubParsersAction[argparse.ArgumentParser]:  # pyright: ignore[reportPrivateUsage]
+    parser = sub.add_parser(name, help=text, description=text)
+    _add_database_options(parser, default=argparse.SUPPRESS)
+    return parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+
+
+def _json_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--json", action="store_true", help="print JSON (datetimes in ISO 8601) for scripts"
+    )
+
+
+def _limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not 1 <= value <= 10_000:
+        raise argparse.ArgumentTypeError(f"must be 1..10000, got {text!r}")
+    return value
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -229,6 +498,16 @@ def _parse_queues(specs: list[str]) -> dict[str, int] | None:
                 f"--queue expects NAME or NAME=N with N an integer, got {spec!r}"
             ) from None
     return queues or None
+
+
+def _processes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= value <= 256:
+        raise argparse.ArgumentTypeError(f"must be 1..256, got {text!r}")
+    return value
 
 
 def _seconds(text: str) -> float:

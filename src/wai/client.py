@@ -32,24 +32,39 @@ class AsyncClient(AsyncClientBase):
         """Start workers for ``queues`` in the background of the running event loop.
 
         ``queues`` maps a queue name to a concurrency or a :class:`wai.QueueConfig`;
-        None serves every queue a task is registered on. Timings are keyword
-        arguments in seconds: ``poll_interval``, ``heartbeat_interval``,
-        ``heartbeat_staleness``, ``rescue_interval``, ``promote_interval``,
-        ``election_interval``; ``maintenance=False`` leaves promotion and the other
-        leader-elected services to other processes; ``burst=True`` stops the
-        workers once their queues are empty.
+        None serves every queue a task is registered on, and an empty mapping
+        serves none: ``start({})`` runs a maintenance-only process (leader
+        election, promotion, rescue, cleanup, aging; it claims nothing). Timings
+        are keyword arguments in seconds: ``poll_interval``,
+        ``heartbeat_interval``, ``heartbeat_staleness``, ``rescue_interval``,
+        ``promote_interval``, ``election_interval``, ``record_interval``,
+        ``cleanup_interval``, ``aging_interval``, and the retention defaults
+        ``completed_retention``, ``failed_retention``, ``cancelled_retention``
+        (see :class:`wai.worker.RuntimeSettings`); ``maintenance=False`` leaves
+        promotion and the other leader-elected services to other processes;
+        ``burst=True`` stops the workers once their queues are empty.
         """
         if self._runtime is not None and not self._runtime.stopped:
             raise ValidationError("this client's workers are already running")
         settings = RuntimeSettings(**runtime)
         configs = normalize_queues(queues, self.registry.queues())
+        if not configs and not settings.maintenance:
+            raise ValidationError(
+                "no queues to serve and maintenance=False: nothing to run "
+                "(pass queues, or maintenance=True for a maintenance-only process)"
+            )
         self._runtime = Runtime(self, configs, settings)
         await self._runtime.start()
 
     async def run(
         self, queues: Mapping[str, int | QueueConfig] | None = None, **runtime: Any
     ) -> None:
-        """Like :meth:`start`, then block until SIGTERM/SIGINT, :meth:`shutdown` or burst end."""
+        """Like :meth:`start`, then block until SIGTERM/SIGINT, :meth:`shutdown` or burst end.
+
+        The first signal starts a graceful shutdown (``shutdown_timeout`` seconds,
+        default 10); during it a further SIGTERM is ignored and a second SIGINT
+        interrupts it.
+        """
         shutdown_timeout = float(runtime.pop("shutdown_timeout", 10.0))
         await self.start(queues, **runtime)
         assert self._runtime is not None
@@ -71,9 +86,15 @@ class AsyncClient(AsyncClientBase):
         finally:
             for w in waiters:
                 w.cancel()
-            for sig in installed:
-                loop.remove_signal_handler(sig)
-            await self.shutdown(timeout=shutdown_timeout)
+            # A second SIGINT (Ctrl-C) interrupts the graceful shutdown; a repeated SIGTERM
+            # (say from both `wai worker --processes` and a service manager) is ignored.
+            if signal.SIGINT in installed:
+                loop.remove_signal_handler(signal.SIGINT)
+            try:
+                await self.shutdown(timeout=shutdown_timeout)
+            finally:
+                if signal.SIGTERM in installed:
+                    loop.remove_signal_handler(signal.SIGTERM)
 
     async def shutdown(self, timeout: float = 10.0) -> None:
         """Stop claiming, let running jobs finish for up to ``timeout`` seconds, then stop.

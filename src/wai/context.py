@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable, Coroutine, Mapping
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -23,6 +24,11 @@ class AttemptState:
     def __init__(self, row: JobRow, loop: asyncio.AbstractEventLoop) -> None:
         self.job_id = row.id
         self.run_lease = row.run_lease
+        self.kind = row.kind
+        self.attempt = row.attempt
+        self.max_attempts = row.max_attempts
+        self.started = time.monotonic()
+        self.finished: float | None = None
         self.loop = loop
         self.cancelled = threading.Event()
         self.progress: dict[str, Any] | None = dict(row.progress) if row.progress else None

@@ -9,6 +9,7 @@ Every exception subclasses :class:`WaiError`::
     ├── SchemaNotMigrated      the database schema is missing or behind
     ├── UnknownJobKind         no task is registered for a kind
     ├── JobNotFound            no job with that id
+    ├── InvalidStateError      an operator action does not apply to the job's state
     ├── CallbackNotFound       unknown, stale or already-resolved callback id
     ├── FollowUpError          a follow-up spec failed
     ├── DatabaseError          PostgreSQL failed in a way wai cannot hide
@@ -21,6 +22,7 @@ __all__ = [
     "CallbackNotFound",
     "DatabaseError",
     "FollowUpError",
+    "InvalidStateError",
     "JobNotFound",
     "SchemaNotMigrated",
     "SerializationError",
@@ -65,6 +67,18 @@ class UnknownJobKind(WaiError):
 
 class JobNotFound(WaiError, LookupError):
     """No job exists with the given id."""
+
+
+class InvalidStateError(WaiError):
+    """An operator action does not apply to the job's current state.
+
+    For example cancelling a job that already completed, or retrying one that is
+    still running. ``state`` is the state the job was found in; nothing was changed.
+    """
+
+    def __init__(self, message: str, *, state: str | None = None) -> None:
+        super().__init__(message)
+        self.state = state
 
 
 class CallbackNotFound(WaiError, LookupError):

@@ -32,6 +32,17 @@ class JobState(enum.StrEnum):
 TERMINAL_STATES = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED})
 
 
+_TIMESTAMPS = (
+    "run_at",
+    "attempted_at",
+    "heartbeat_at",
+    "deadline_at",
+    "finalized_at",
+    "created_at",
+    "callback_timeout_at",
+)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Trigger:
     """Where a follow-up job came from: the attempt and outcome that enqueued it."""
@@ -70,6 +81,22 @@ class JobRow:
     run_lease: int
     progress: dict[str, Any] | None
     trigger: Trigger | None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> JobRow:
+        """Build a row from ``to_jsonb(job)`` (as stored in the outbox)."""
+        rec = dict(data)
+        for name in _TIMESTAMPS:
+            value = rec.get(name)
+            if isinstance(value, str):
+                rec[name] = datetime.fromisoformat(value)
+        key = rec.get("unique_key")
+        if isinstance(key, str):
+            rec["unique_key"] = bytes.fromhex(key.removeprefix("\\x"))
+        cb = rec.get("callback_id")
+        if isinstance(cb, str):
+            rec["callback_id"] = UUID(cb)
+        return cls.from_record(rec)
 
     @classmethod
     def from_record(cls, rec: dict[str, Any]) -> JobRow:

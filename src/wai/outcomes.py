@@ -6,7 +6,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from wai.errors import TerminalError
+from wai.errors import FollowUpError, TerminalError
 from wai.job import JobState
 from wai.results import Cancel, RetryAfter, Snooze, WaitForCallback
 from wai.retry import backoff
@@ -19,7 +19,9 @@ class Outcome:
     """A guarded transition of one running attempt, applied by the finalizer.
 
     ``event`` names the lifecycle outcome (completed, retried, exhausted,
-    cancelled, snoozed, waiting) that hooks and follow-up specs key on.
+    cancelled, snoozed, waiting_for_callback) that hooks and follow-up specs key
+    on. ``followup_failure`` marks the outcome that records a failed follow-up
+    spec; if its own specs fail too, the job is left for rescue.
     """
 
     job_id: int
@@ -32,11 +34,14 @@ class Outcome:
     attempt_delta: int = 0
     progress: str | None = None
     reason: str | None = None
+    followup_failure: bool = False
 
 
 def describe_exception(exc: BaseException, *, limit: int = 10) -> str:
     """``"<Type>: <message>"`` plus the last ``limit`` traceback lines."""
     head = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, FollowUpError):
+        return head  # names the spec and the closure's exception; wai's frames add nothing
     tb = traceback.format_exception(exc)
     lines = "".join(tb).rstrip().splitlines()[-limit - 1 : -1]
     return head + ("\n" + "\n".join(lines) if lines else "")

@@ -8,7 +8,10 @@ from dataclasses import dataclass
 from wai.errors import ValidationError
 from wai.inserts import validate_queue
 
-__all__ = ["QueueConfig", "normalize_queues"]
+__all__ = ["MAX_SECONDS", "QueueConfig", "normalize_queues"]
+
+#: The longest retention or aging interval accepted: 100 years, in seconds.
+MAX_SECONDS = 100 * 365 * 24 * 3600.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -18,8 +21,14 @@ class QueueConfig:
     *concurrency* is the number of jobs of this queue running at once in the
     process; *deadline* (seconds) bounds each attempt unless the task sets its
     own; *claim_batch_size* caps how many jobs one claim takes (default: the
-    free slots); *dlq*, *rate_limit* and *retention* are reserved for the
-    dead-letter queue, rate limiting and retention cleanup.
+    free slots); *retention* (seconds) overrides how long ``completed`` jobs of
+    this queue are kept before retention cleanup deletes them; *priority_aging*
+    (seconds) turns on priority aging: an ``available`` job's priority number
+    drops by one (down to 1) for every *priority_aging* seconds it has waited
+    since ``run_at``. Both are stored in the ``queues`` table when the worker
+    starts, so the maintenance leader applies them whichever process leads;
+    None leaves the stored value as it is. *dlq* and *rate_limit* are reserved
+    for the dead-letter queue and rate limiting.
     """
 
     concurrency: int = 10
@@ -28,6 +37,7 @@ class QueueConfig:
     dlq: bool = False
     rate_limit: float | None = None
     retention: float | None = None
+    priority_aging: float | None = None
 
     def __post_init__(self) -> None:
         if (
@@ -38,6 +48,16 @@ class QueueConfig:
             raise ValidationError(f"concurrency must be 1..10000, got {self.concurrency!r}")
         if self.deadline is not None and self.deadline <= 0:
             raise ValidationError(f"deadline must be > 0 seconds, got {self.deadline!r}")
+        for name in ("retention", "priority_aging"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not 0 < value <= MAX_SECONDS
+            ):
+                raise ValidationError(
+                    f"{name} must be a number of seconds in (0, {MAX_SECONDS:.0f}], got {value!r}"
+                )
         if self.claim_batch_size is not None and not 1 <= self.claim_batch_size <= 10_000:
             raise ValidationError(
                 f"claim_batch_size must be 1..10000, got {self.claim_batch_size!r}"
@@ -47,14 +67,17 @@ class QueueConfig:
 def normalize_queues(
     queues: Mapping[str, int | QueueConfig] | None, registered: list[str]
 ) -> dict[str, QueueConfig]:
-    """Validate ``{"email": 10}`` or QueueConfig values; None serves every registered queue."""
+    """Validate ``{"email": 10}`` or QueueConfig values; None serves every registered queue.
+
+    An empty mapping serves no queue (a maintenance-only process).
+    """
     if queues is None:
         if not registered:
             raise ValidationError(
                 "no queues to serve: register a task with @client.task(...) or pass queues"
             )
         return {q: QueueConfig() for q in registered}
-    if not isinstance(queues, Mapping) or not queues:
+    if not isinstance(queues, Mapping):
         raise ValidationError('queues must map queue names to concurrency, e.g. {"email": 10}')
     out: dict[str, QueueConfig] = {}
     for name, cfg in queues.items():

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wai.errors import ValidationError
+from wai.followups import OUTCOMES, Spec, default_name
 from wai.inserts import validate_queue
 from wai.kinds import kind_of_type
 
@@ -41,6 +42,77 @@ class Registry:
 
     def __init__(self) -> None:
         self.tasks: dict[str, Task] = {}
+        self.hooks: dict[str, list[Callable[..., Any]]] = {}
+        self.specs: dict[tuple[str, str], list[Spec]] = {}
+        self.args_types: dict[str, type[Any]] = {}
+
+    def _remember_type(self, kind: str, kind_or_type: type[Any] | str) -> None:
+        if not isinstance(kind_or_type, str):
+            self.args_types.setdefault(kind, kind_or_type)
+
+    def args_type_of(self, kind: str) -> type[Any] | None:
+        """The args type registered for ``kind`` (by a task, hook or spec), if any."""
+        task = self.tasks.get(kind)
+        if task is not None and task.args_type is not None:
+            return task.args_type
+        return self.args_types.get(kind)
+
+    def add_hook(self, kind_or_type: type[Any] | str, fn: Callable[..., Any]) -> None:
+        """Register an ``on_event`` hook for a kind (``"*"`` for every kind)."""
+        if not callable(fn):
+            raise ValidationError("an on_event hook must be callable")
+        kind = "*" if kind_or_type == "*" else kind_of_type(kind_or_type)
+        self._remember_type(kind, kind_or_type)
+        self.hooks.setdefault(kind, []).append(fn)
+
+    def hooks_for(self, kind: str) -> list[Callable[..., Any]]:
+        """Hooks of ``kind`` then the catch-all ones, in registration order."""
+        return [*self.hooks.get(kind, ()), *self.hooks.get("*", ())]
+
+    def add_spec(
+        self,
+        kind_or_type: type[Any] | str,
+        outcome: str,
+        fn: Callable[..., Any],
+        *,
+        with_request: bool,
+        name: str | None = None,
+    ) -> Spec:
+        """Register a follow-up closure for ``outcome`` of a kind."""
+        if outcome not in OUTCOMES:
+            raise ValidationError(f"unknown outcome {outcome!r}: one of {', '.join(OUTCOMES)}")
+        if not callable(fn):
+            raise ValidationError("a follow-up spec must be callable")
+        kind = kind_of_type(kind_or_type)
+        self._remember_type(kind, kind_or_type)
+        existing = self.specs.setdefault((kind, outcome), [])
+        base = name if name is not None else default_name(fn)
+        if not isinstance(base, str) or not 1 <= len(base) <= 500:
+            raise ValidationError(f"spec name must be 1-500 characters, got {base!r}")
+        taken = {s.name for s in existing}
+        if name is not None and base in taken:
+            raise ValidationError(
+                f"a spec named {base!r} is already registered for {kind} → {outcome}"
+            )
+        unique, n = base, 1
+        while unique in taken:
+            n += 1
+            unique = f"{base}#{n}"
+        spec = Spec(kind=kind, outcome=outcome, fn=fn, with_request=with_request, name=unique)
+        existing.append(spec)
+        return spec
+
+    def specs_for(self, kind: str, outcome: str) -> list[Spec]:
+        """Specs of ``(kind, outcome)`` in registration order."""
+        return self.specs.get((kind, outcome), [])
+
+    def published_specs(self) -> list[dict[str, str]]:
+        """What this process can dispatch, for its runtime record: kind, outcome, spec name."""
+        return [
+            {"kind": s.kind, "outcome": s.outcome, "spec": s.name}
+            for specs in self.specs.values()
+            for s in specs
+        ]
 
     def add_task(
         self,

@@ -36,10 +36,12 @@ def test_loader_parses_every_shipped_query() -> None:
 
 
 def test_every_query_renders_for_a_schema() -> None:
-    for name in QUERIES:
+    for name, q in QUERIES.items():
+        assert q.cardinality in ("one", "many", "exec"), name
+        assert q.text.strip(), name
         text = query(name, "jobs_x")
-        assert "{schema}" not in text
-        assert '"jobs_x".' in text
+        assert "{schema}" not in text, name
+        assert ('"jobs_x".' in text) == ("{schema}." in q.text), name
 
 
 def test_query_is_cached_per_schema() -> None:

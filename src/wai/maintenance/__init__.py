@@ -1,10 +1,30 @@
-"""Leader-elected maintenance: promotion of due jobs and rescue of abandoned attempts."""
+"""Leader-elected maintenance: promotion, rescue, retention cleanup, aging, record collection."""
 
 from __future__ import annotations
 
-from wai.maintenance._leader import Elector
+from wai.maintenance._leader import Elector, new_instance_id
 from wai.maintenance._service import PeriodicService
+from wai.maintenance.aging import Aging, AgingResult
+from wai.maintenance.cleaner import Cleaner, CleanerResult
+from wai.maintenance.outbox import OutboxSweeper, SweepResult
 from wai.maintenance.promoter import Promoter, PromoterResult
+from wai.maintenance.reaper import InstanceReaper, InstanceReaperResult
 from wai.maintenance.rescuer import Rescuer, RescuerResult
 
-__all__ = ["Elector", "PeriodicService", "Promoter", "PromoterResult", "Rescuer", "RescuerResult"]
+__all__ = [
+    "Aging",
+    "AgingResult",
+    "Cleaner",
+    "CleanerResult",
+    "Elector",
+    "InstanceReaper",
+    "InstanceReaperResult",
+    "OutboxSweeper",
+    "PeriodicService",
+    "Promoter",
+    "PromoterResult",
+    "Rescuer",
+    "RescuerResult",
+    "SweepResult",
+    "new_instance_id",
+]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import socket
@@ -16,13 +15,18 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
-from wai.maintenance._service import PeriodicService
+from wai.maintenance._service import PeriodicService, stop_tasks
 
-__all__ = ["Elector"]
+__all__ = ["Elector", "new_instance_id"]
 
 logger = logging.getLogger("wai.maintenance")
 
 LEADER_NAME = "maintenance"
+
+
+def new_instance_id() -> str:
+    """A fresh id for one runtime: ``host:pid:random``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 class Elector:
@@ -31,6 +35,8 @@ class Elector:
     The lease lasts ``2 x interval`` and is renewed every ``interval / 2``, so a
     leader that dies is replaced within about two intervals. The lease row works
     through PgBouncer in transaction mode, where session advisory locks do not.
+    *leader_id* defaults to a fresh :func:`new_instance_id`; the runtime passes
+    its own instance id, so the lease row and the runtime record agree.
     """
 
     def __init__(
@@ -40,12 +46,13 @@ class Elector:
         *,
         interval: float,
         services: Callable[[], Sequence[PeriodicService]],
+        leader_id: str | None = None,
     ) -> None:
         self._pool = pool
         self._schema = schema
         self._interval = interval
         self._services = services
-        self.leader_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.leader_id = leader_id or new_instance_id()
         self.is_leader = False
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -83,20 +90,20 @@ class Elector:
                 await asyncio.sleep(self._interval / 2)
         finally:
             await self._stop_services()
-            if self.is_leader:
-                self.is_leader = False
-                try:
-                    async with self._pool.connection(timeout=2) as conn:
-                        await db.leader_resign(
-                            conn, self._schema, name=LEADER_NAME, leader_id=self.leader_id
-                        )
-                except Exception as exc:  # the lease expires on its own
-                    logger.debug("wai: resign failed: %s", exc)
+            self.is_leader = False
+            # Resign even when not (knowingly) leading: an election may have committed
+            # just before the cancellation, and deleting someone else's lease is impossible.
+            try:
+                async with self._pool.connection(timeout=2) as conn:
+                    await db.leader_resign(
+                        conn, self._schema, name=LEADER_NAME, leader_id=self.leader_id
+                    )
+            except Exception as exc:  # the lease expires on its own
+                logger.debug("wai: resign failed: %s", exc)
 
     async def _stop_services(self) -> None:
-        for t in self._tasks:
-            t.cancel()
-        for t in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        # Not suppress(CancelledError) around ``await t``: that also swallowed the
+        # elector's own cancellation when shutdown came while a service was still
+        # stopping, and the elector then ran (and led) on, hanging the shutdown.
+        await stop_tasks(self._tasks)
         self._tasks = []

@@ -5,10 +5,32 @@ from __future__ import annotations
 import asyncio
 import logging
 from abc import ABC, abstractmethod
+from collections.abc import Collection
+from typing import Any
 
-__all__ = ["PeriodicService"]
+__all__ = ["PeriodicService", "stop_tasks"]
 
 logger = logging.getLogger("wai.maintenance")
+
+
+async def stop_tasks(tasks: Collection[asyncio.Task[Any]], *, retry: float = 5.0) -> None:
+    """Cancel ``tasks`` and return once every one has ended.
+
+    A task can absorb a cancellation: on Python 3.11 ``asyncio.wait_for`` (which
+    psycopg_pool uses while a client waits for a connection) drops a cancel that
+    arrives together with its result, and the loop then carries on. Such a task is
+    cancelled again every ``retry`` seconds until it ends. The caller's own
+    cancellation is never swallowed here (unlike ``suppress(CancelledError)``
+    around ``await task``).
+    """
+    pending = {t for t in tasks if not t.done()}
+    while pending:
+        for t in pending:
+            t.cancel()
+        _, pending = await asyncio.wait(pending, timeout=retry)
+    for t in tasks:
+        if not t.cancelled() and t.exception() is not None:
+            logger.error("wai: task %s had failed: %r", t.get_name(), t.exception())
 
 
 class PeriodicService(ABC):

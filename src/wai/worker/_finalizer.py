@@ -1,8 +1,9 @@
-"""Writes attempt outcomes in batches: many outcomes, one transaction."""
+"""Writes attempt outcomes in batches: many outcomes and their follow-ups, one transaction."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -11,10 +12,12 @@ import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from wai import _db_async as db
+from wai._transitions_async import apply_outcomes
 from wai.context import AttemptState
+from wai.errors import WaiError
 from wai.job import JobRow
-from wai.outcomes import Outcome
+from wai.outcomes import Outcome, decide
+from wai.registry import Registry
 
 __all__ = ["Finalizer"]
 
@@ -40,12 +43,14 @@ class Finalizer:
         batch_size: int,
         flush_interval: float,
         on_committed: Committed,
+        registry: Registry,
     ) -> None:
         self._pool = pool
         self._schema = schema
         self._batch_size = batch_size
         self._flush_interval = flush_interval
         self._on_committed = on_committed
+        self._registry = registry
         self._pending: list[tuple[Outcome, AttemptState]] = []
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
@@ -83,12 +88,13 @@ class Finalizer:
                 self._idle.set()
 
     async def _write(self, batch: list[tuple[Outcome, AttemptState]]) -> None:
+        states = {outcome.job_id: state for outcome, state in batch}
         delay = 0.05
         while True:
             try:
-                async with self._pool.connection() as conn, conn.transaction():
-                    rows = await db.job_finalize_many(
-                        conn, self._schema, [outcome for outcome, _ in batch]
+                async with self._pool.connection() as conn:
+                    applied = await apply_outcomes(
+                        conn, self._schema, self._registry, [outcome for outcome, _ in batch]
                     )
                 self.transactions += 1
             except psycopg.OperationalError as exc:
@@ -96,7 +102,7 @@ class Finalizer:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
                 continue
-            except psycopg.Error:
+            except (psycopg.Error, WaiError):
                 if len(batch) == 1:
                     logger.exception(
                         "wai: outcome of job %s was rejected; it stays running until rescued",
@@ -108,5 +114,31 @@ class Finalizer:
                 for item in batch:
                     await self._write([item])
                 return
-            self._on_committed(batch, rows)
-            return
+            break
+        rejected = {outcome.job_id for outcome, _ in applied.rejected}
+        self._on_committed([item for item in batch if item[0].job_id not in rejected], applied.rows)
+        for outcome, error in applied.rejected:
+            state = states[outcome.job_id]
+            if outcome.followup_failure:
+                logger.error(
+                    "wai: job %s: recording the follow-up failure failed too (%s); "
+                    "it stays running until rescued",
+                    outcome.job_id,
+                    error,
+                )
+                self._on_committed([(outcome, state)], [])
+                continue
+            logger.warning(
+                "wai: job %s: %s; recording the attempt as failed", outcome.job_id, error
+            )
+            failure = decide(
+                job_id=outcome.job_id,
+                run_lease=outcome.run_lease,
+                attempt=state.attempt,
+                max_attempts=state.max_attempts,
+                exc=error,
+            )
+            self.submit(
+                dataclasses.replace(failure, progress=outcome.progress, followup_failure=True),
+                state,
+            )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -39,6 +40,8 @@ class Heartbeater:
         self._schema = schema
         self._interval = interval
         self._attempts = attempts
+        #: time.monotonic() of the last heartbeat pass that succeeded (for the runtime record)
+        self.last_beat_at: float | None = None
 
     async def run_forever(self) -> None:
         """Beat every interval until cancelled."""
@@ -46,6 +49,7 @@ class Heartbeater:
             await asyncio.sleep(self._interval)
             try:
                 await self.beat(self._attempts())
+                self.last_beat_at = time.monotonic()
             except psycopg.Error as exc:
                 logger.warning("wai: heartbeat failed (%s); retrying next interval", exc)
 

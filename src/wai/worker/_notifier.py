@@ -1,25 +1,43 @@
-"""One LISTEN connection whose notifications wake the queue producers."""
+"""One LISTEN connection: queue wakeups for the producers, cancel requests for attempts."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 import psycopg
 from psycopg import AsyncConnection, sql
 
-__all__ = ["Notifier"]
+__all__ = ["Notifier", "parse_cancel"]
 
 logger = logging.getLogger("wai.worker")
+
+
+def parse_cancel(payload: str) -> tuple[int, int] | None:
+    """``(job_id, run_lease)`` of a ``<schema>.cancel`` payload; None if it is malformed."""
+    try:
+        data: Any = json.loads(payload)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    fields = cast(dict[str, Any], data)
+    job_id, lease = fields.get("job_id"), fields.get("run_lease")
+    if type(job_id) is not int or type(lease) is not int:
+        return None
+    return job_id, lease
 
 
 class Notifier:
     """Listens on the schema's channel and calls ``on_queue(queue)`` per notification.
 
-    NOTIFY is only a wakeup: after a reconnect every queue is woken, since
-    notifications sent while disconnected are lost.
+    *subscriptions* maps further channels to the callback that receives their
+    payloads (the runtime's ``<schema>.cancel`` handler). NOTIFY is only a wakeup:
+    after a reconnect every queue is woken, since notifications sent while
+    disconnected are lost (a missed cancel is caught by the next heartbeat).
     """
 
     def __init__(
@@ -28,12 +46,23 @@ class Notifier:
         channel: str,
         on_queue: Callable[[str], None],
         on_reconnect: Callable[[], None],
+        *,
+        subscriptions: Mapping[str, Callable[[str], None]] | None = None,
     ) -> None:
         self._url = url
-        self._channel = channel
-        self._on_queue = on_queue
         self._on_reconnect = on_reconnect
+        self._routes: dict[str, Callable[[str], None]] = {channel: on_queue}
+        self._routes.update(subscriptions or {})
         self.connected = asyncio.Event()
+
+    def _dispatch(self, channel: str, payload: str) -> None:
+        route = self._routes.get(channel)
+        if route is None:
+            return
+        try:
+            route(payload)
+        except Exception:  # a bad payload must not drop the LISTEN connection
+            logger.exception("wai: handling a notification on %r failed", channel)
 
     async def run_forever(self) -> None:
         """Listen until cancelled, reconnecting with backoff."""
@@ -43,14 +72,15 @@ class Notifier:
             conn: AsyncConnection[Any] | None = None
             try:
                 conn = await AsyncConnection.connect(self._url, autocommit=True)
-                await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
+                for name in self._routes:
+                    await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(name)))
                 self.connected.set()
                 if not first:
                     self._on_reconnect()
                 first = False
                 delay = 0.1
                 async for note in conn.notifies():
-                    self._on_queue(note.payload)
+                    self._dispatch(note.channel, note.payload)
             except psycopg.Error as exc:
                 logger.warning("wai: LISTEN connection lost (%s); polling until it is back", exc)
             finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +41,10 @@ class QueueProducer:
         self.config = config
         self.running = 0
         self.claims = 0
+        # for the runtime record: when the last claim statement succeeded, and whether
+        # the latest one failed (time.monotonic() seconds)
+        self.last_claim_at: float | None = None
+        self.claim_failing = False
         self._pool = pool
         self._schema = schema
         self._poll_interval = poll_interval
@@ -102,6 +107,7 @@ class QueueProducer:
             try:
                 rows = await self._claim(limit)
             except psycopg.Error as exc:
+                self.claim_failing = True
                 logger.warning("wai: claim on queue %r failed (%s); retrying", self.name, exc)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self._poll_interval * 5)
@@ -109,6 +115,8 @@ class QueueProducer:
                 continue
             delay = 0.05
             self.claims += 1
+            self.last_claim_at = time.monotonic()
+            self.claim_failing = False
             for row in rows:
                 self.running += 1
                 self._launch(row, self)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -12,14 +13,27 @@ from typing import TYPE_CHECKING, Any
 from wai import _db_async as db
 from wai.context import AttemptState
 from wai.job import JobRow
-from wai.maintenance import Elector, PeriodicService, Promoter, Rescuer
+from wai.maintenance import (
+    Aging,
+    Cleaner,
+    Elector,
+    InstanceReaper,
+    OutboxSweeper,
+    PeriodicService,
+    Promoter,
+    Rescuer,
+    new_instance_id,
+)
+from wai.maintenance._service import stop_tasks
 from wai.outcomes import Outcome
 from wai.queues import QueueConfig
 from wai.worker._executor import execute, shutdown_outcome
 from wai.worker._finalizer import Finalizer
 from wai.worker._heartbeat import Heartbeater
-from wai.worker._notifier import Notifier
+from wai.worker._hooks import HookDispatcher
+from wai.worker._notifier import Notifier, parse_cancel
 from wai.worker._producer import QueueProducer
+from wai.worker._records import Recorder
 from wai.worker._settings import RuntimeSettings
 
 if TYPE_CHECKING:
@@ -53,6 +67,11 @@ class Runtime:
         self._finalizer: Finalizer | None = None
         self.elector: Elector | None = None
         self.heartbeater: Heartbeater | None = None
+        self.notifier: Notifier | None = None
+        self.instance_id = new_instance_id()  # also the leader id: one id per runtime
+        self.recorder = Recorder(self)
+        self.hooks = HookDispatcher(client.registry)
+        self.sweeper: OutboxSweeper | None = None
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -61,6 +80,7 @@ class Runtime:
         client = self.client
         try:
             await client.check_schema()
+            await self._store_queue_settings()
         except BaseException:
             self.stopped = True  # nothing started: the client may start again later
             raise
@@ -74,6 +94,7 @@ class Runtime:
             batch_size=self.settings.completion_batch_size,
             flush_interval=self.settings.completion_flush_interval,
             on_committed=self._committed,
+            registry=client.registry,
         )
         self.heartbeater = Heartbeater(
             pool, schema, self.settings.heartbeat_interval, lambda: list(self.attempts.values())
@@ -95,16 +116,33 @@ class Runtime:
                 launch=self._launch,
             )
         notifier = Notifier(
-            client.database_url, db.channel(schema), self._on_notify, self._wake_all
+            client.database_url,
+            db.channel(schema),
+            self._on_notify,
+            self._wake_all,
+            subscriptions={db.cancel_channel(schema): self._on_cancel},
         )
         loops: list[tuple[str, Any]] = [
-            ("notifier", notifier.run_forever()),
+            ("hooks", self.hooks.run_forever()),
             ("finalizer", self._finalizer.run_forever()),
             ("heartbeat", self.heartbeater.run_forever()),
         ]
+        if self.queues:  # a maintenance-only runtime claims nothing: no LISTEN needed
+            self.notifier = notifier
+            loops.append(("notifier", notifier.run_forever()))
+        loops.append(("records", self.recorder.run_forever()))
+        if client.registry.specs:  # not leader-gated: any process with the specs dispatches
+            self.sweeper = OutboxSweeper(
+                pool, schema, client.registry, interval=self.settings.outbox_interval
+            )
+            loops.append(("outbox", self.sweeper.run_forever()))
         if self.settings.maintenance:
             self.elector = Elector(
-                pool, schema, interval=self.settings.election_interval, services=self._services
+                pool,
+                schema,
+                interval=self.settings.election_interval,
+                services=self._services,
+                leader_id=self.instance_id,
             )
             loops.append(("elector", self.elector.run_forever()))
         self._background = [asyncio.create_task(coro, name=f"wai-{n}") for n, coro in loops]
@@ -114,10 +152,24 @@ class Runtime:
         ]
         if self.settings.burst:
             asyncio.create_task(self._watch_burst())  # noqa: RUF006 - ends with the producers
-        try:
-            await asyncio.wait_for(notifier.connected.wait(), 5)
-        except TimeoutError:
-            logger.warning("wai: LISTEN not ready after 5 s; relying on polling")
+        if self.notifier is not None:
+            try:
+                await asyncio.wait_for(notifier.connected.wait(), 5)
+            except TimeoutError:
+                logger.warning("wai: LISTEN not ready after 5 s; relying on polling")
+        await self.recorder.refresh()  # the record exists once start() returns
+
+    async def _store_queue_settings(self) -> None:
+        # QueueConfig(retention=..., priority_aging=...) lands in the queues table, where
+        # the maintenance leader reads it, whichever process leads.
+        settings = [
+            (name, c.retention, c.priority_aging)
+            for name, c in self.queues.items()
+            if c.retention is not None or c.priority_aging is not None
+        ]
+        if settings:
+            async with self.client.pool.connection() as conn:
+                await db.queue_settings_upsert(conn, self.client.schema, settings)
 
     def _services(self) -> Sequence[PeriodicService]:
         return [
@@ -135,9 +187,25 @@ class Runtime:
                 deadline_grace=self.settings.heartbeat_interval,
                 on_rescued=self._rescued,
             ),
+            Cleaner(
+                self.client.pool,
+                self.client.schema,
+                interval=self.settings.cleanup_interval,
+                completed=self.settings.completed_retention,
+                failed=self.settings.failed_retention,
+                cancelled=self.settings.cancelled_retention,
+            ),
+            Aging(self.client.pool, self.client.schema, interval=self.settings.aging_interval),
+            InstanceReaper(
+                self.client.pool,
+                self.client.schema,
+                interval=self.settings.record_interval,
+                record_interval=self.settings.record_interval,
+            ),
         ]
 
     def _rescued(self, rows: Sequence[tuple[JobRow, str]]) -> None:
+        self.hooks.rescued(rows)
         # An attempt rescued by this very process learns it at once, not at its next heartbeat.
         for row, _reason in rows:
             state = self.attempts.get((row.id, row.run_lease))
@@ -149,6 +217,11 @@ class Runtime:
         assert self._finalizer is not None
         await self._finalizer.wait_idle()
         self._stopping.set()
+
+    @property
+    def stopping(self) -> bool:
+        """Whether shutdown has begun (or burst mode ran out of work)."""
+        return self._stopping.is_set()
 
     async def wait_stopping(self) -> None:
         """Return when shutdown begins (or burst mode ran out of work)."""
@@ -178,9 +251,8 @@ class Runtime:
                     "wai: %d outcomes unwritten at shutdown; rescue will recover those jobs",
                     self._finalizer.pending,
                 )
-        for t in self._background:
-            t.cancel()
-        await asyncio.gather(*self._background, return_exceptions=True)
+        await stop_tasks(self._background)  # re-cancels a loop that absorbed its cancel
+        await self.recorder.delete()
         if self._threads is not None:
             self._threads.shutdown(wait=False, cancel_futures=True)
         self.stopped = True
@@ -191,6 +263,7 @@ class Runtime:
         state = AttemptState(row, asyncio.get_running_loop())
         state.flush = self._flush_progress
         self.attempts[(row.id, row.run_lease)] = state
+        self.hooks.started(row)
         task = asyncio.create_task(self._run_attempt(row, state, producer))
         self._handlers[task] = (row, state)
 
@@ -209,6 +282,7 @@ class Runtime:
                 shutdown_outcome(row, state), error=f"worker error: {exc!r}"
             )
         finally:
+            state.finished = time.monotonic()
             producer.release()
             self._handlers.pop(asyncio.current_task(), None)  # type: ignore[arg-type]
         self._finalizer.submit(outcome, state)
@@ -218,7 +292,7 @@ class Runtime:
     ) -> None:
         for outcome, _ in batch:
             self.attempts.pop((outcome.job_id, outcome.run_lease), None)
-        _ = rows
+        self.hooks.committed(batch, rows)
 
     async def _flush_progress(self, state: AttemptState) -> bool:
         assert self.heartbeater is not None
@@ -235,3 +309,11 @@ class Runtime:
     def _wake_all(self) -> None:
         for p in self.producers.values():
             p.wake()
+
+    def _on_cancel(self, payload: str) -> None:
+        # An operator cancelled (or retried) a job: if that very attempt runs here, its
+        # is_cancelled() flips now rather than at its next heartbeat.
+        attempt = parse_cancel(payload)
+        state = self.attempts.get(attempt) if attempt is not None else None
+        if state is not None:
+            state.cancelled.set()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from wai.errors import ValidationError
+from wai.queues import MAX_SECONDS
 
 __all__ = ["RuntimeSettings"]
 
@@ -20,7 +21,14 @@ class RuntimeSettings:
     *election_interval*: maintenance cadence. *maintenance*: run the
     leader-elected maintenance in this process. *burst*: stop once the served
     queues are empty. *completion_batch_size* and *completion_flush_interval*
-    bound how outcomes are grouped into one transaction.
+    bound how outcomes are grouped into one transaction. *record_interval*: how
+    often the process refreshes its row in ``runtime_instances``.
+    *cleanup_interval*: how often the leader deletes terminal jobs older than
+    *completed_retention*, *failed_retention* or *cancelled_retention* (by
+    ``finalized_at``; per-queue overrides live in the ``queues`` table).
+    *aging_interval*: how often the leader applies priority aging to the queues
+    that have it configured. *outbox_interval*: how often a process holding
+    follow-up specs dispatches outbox rows (rescue follow-ups).
     """
 
     poll_interval: float = 1.0
@@ -34,6 +42,13 @@ class RuntimeSettings:
     completion_batch_size: int = 512
     completion_flush_interval: float = 0.001
     promote_batch_size: int = 4096
+    record_interval: float = 5.0
+    cleanup_interval: float = 60.0
+    completed_retention: float = 24 * 3600.0
+    failed_retention: float = 7 * 24 * 3600.0
+    cancelled_retention: float = 7 * 24 * 3600.0
+    aging_interval: float = 10.0
+    outbox_interval: float = 1.0
 
     def __post_init__(self) -> None:
         for name in (
@@ -43,10 +58,20 @@ class RuntimeSettings:
             "rescue_interval",
             "promote_interval",
             "election_interval",
+            "record_interval",
+            "cleanup_interval",
+            "completed_retention",
+            "failed_retention",
+            "cancelled_retention",
+            "aging_interval",
+            "outbox_interval",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 raise ValidationError(f"{name} must be a number of seconds > 0, got {value!r}")
+        for name in ("completed_retention", "failed_retention", "cancelled_retention"):
+            if not getattr(self, name) <= MAX_SECONDS:  # NaN and inf too
+                raise ValidationError(f"{name} must be at most {MAX_SECONDS:.0f} seconds")
         # with a tolerance: 3 * 0.2 == 0.6000000000000001, and 0.6 is exactly 3 x 0.2
         if self.heartbeat_staleness < 3 * self.heartbeat_interval * (1 - 1e-9):
             raise ValidationError(

@@ -85,9 +85,11 @@ LIMIT %(limit)s;
 
 -- name: job_claim :many
 -- Lock up to %(limit)s available jobs of a queue in claim order and start an attempt on each.
+-- A paused queue claims nothing (one primary-key probe of the queues table).
 WITH picked AS (
     SELECT id FROM {schema}.jobs
     WHERE state = 'available' AND queue = %(queue)s
+      AND NOT EXISTS (SELECT 1 FROM {schema}.queues AS q WHERE q.name = %(queue)s AND q.paused)
     ORDER BY priority, run_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -166,7 +168,8 @@ GROUP BY queue;
 -- name: job_rescue :many
 -- Close attempts whose worker is presumed dead (stale heartbeat), that outlived their
 -- deadline, or whose external callback timed out: retryable with backoff, or failed
--- when that attempt was the last one.
+-- when that attempt was the last one. Each rescue leaves an outbox row, in the same
+-- statement, for the Rescued follow-ups: no user code runs here.
 WITH due AS (
     SELECT id,
            CASE WHEN state = 'waiting_external' THEN 'callback_timeout'
@@ -181,7 +184,8 @@ WITH due AS (
     ORDER BY id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
-)
+),
+rescued AS (
 UPDATE {schema}.jobs AS j
 SET state = CASE WHEN j.attempt >= j.max_attempts THEN 'failed'::{schema}.job_state
                  ELSE 'retryable'::{schema}.job_state END,
@@ -203,4 +207,14 @@ SET state = CASE WHEN j.attempt >= j.max_attempts THEN 'failed'::{schema}.job_st
         'rescued', due.reason))
 FROM due
 WHERE j.id = due.id
-RETURNING j.*, due.reason AS rescue_reason;
+RETURNING j.*, due.reason AS rescue_reason
+),
+outboxed AS (
+    INSERT INTO {schema}.outbox (job_id, run_lease, kind, outcome, detail, job)
+    SELECT r.id, r.run_lease, r.kind, 'rescued', jsonb_build_object('reason', r.rescue_reason),
+           to_jsonb(r) - 'rescue_reason'
+    FROM rescued AS r
+    ON CONFLICT (job_id, run_lease, outcome) DO NOTHING
+    RETURNING 1
+)
+SELECT * FROM rescued WHERE (SELECT count(*) FROM outboxed) >= 0;

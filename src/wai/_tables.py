@@ -1,0 +1,220 @@
+"""Text tables, job details and JSON for the CLI's operator commands (no dependencies)."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, cast
+from uuid import UUID
+
+from wai.admin import QueueStats
+from wai.instances import RuntimeInstance
+from wai.job import JobRow, JobState
+
+__all__ = [
+    "cell",
+    "duration",
+    "instances_table",
+    "job_detail",
+    "jobs_table",
+    "json_text",
+    "jsonable",
+    "queues_table",
+    "table",
+    "when",
+]
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as plain JSON data: dataclasses become objects, datetimes ISO 8601 text.
+
+    UUIDs become strings, bytes hex, enums their value, tuples and sets lists.
+    """
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return jsonable(value.value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, UUID):
+        return str(value)
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, Mapping):
+        mapping = cast(Mapping[Any, Any], value)
+        return {str(k): jsonable(v) for k, v in mapping.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(v) for v in cast(Iterable[Any], value)]
+    return value
+
+
+def json_text(value: Any) -> str:
+    """Indented JSON of :func:`jsonable` ``value`` (ASCII-safe), for ``--json``."""
+    return json.dumps(jsonable(value), indent=2)
+
+
+def when(moment: datetime | None) -> str:
+    """A timestamp as ``YYYY-MM-DD HH:MM:SSZ`` in UTC, or ``-``."""
+    if moment is None:
+        return "-"
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def duration(seconds: float) -> str:
+    """A short human duration: ``0s``, ``4.2s``, ``3m05s``, ``2h03m``, ``1d04h``."""
+    if seconds < 60:
+        return "0s" if seconds < 0.05 else f"{seconds:.1f}s"
+    whole = int(seconds)
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    if whole < 86400:
+        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
+
+
+def cell(value: object, width: int = 60) -> str:
+    """One table cell: control characters flattened to a space, cut at ``width``."""
+    text = _CONTROL.sub(" ", str(value)).strip()
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[object]], *, right: int = 0) -> str:
+    """Columns aligned under ``headers``; the last ``right`` columns are right-aligned."""
+    body = [[cell(v) for v in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in body:
+        widths = [max(w, len(v)) for w, v in zip(widths, row, strict=True)]
+    first_right = len(headers) - right
+
+    def line(values: Sequence[str]) -> str:
+        parts = [
+            v.rjust(w) if i >= first_right else v.ljust(w)
+            for i, (v, w) in enumerate(zip(values, widths, strict=True))
+        ]
+        return "  ".join(parts).rstrip()
+
+    return "\n".join([line(headers), *(line(r) for r in body)])
+
+
+def _last_error(row: JobRow) -> str:
+    return str(row.errors[-1].get("error", "")) if row.errors else ""
+
+
+def jobs_table(rows: Sequence[JobRow]) -> str:
+    """The ``wai jobs list`` table: one line per job, newest first."""
+    return table(
+        ["ID", "STATE", "KIND", "QUEUE", "PRI", "ATTEMPT", "RUN AT", "LAST ERROR"],
+        (
+            [
+                r.id,
+                r.state.value,
+                r.kind,
+                r.queue,
+                r.priority,
+                f"{r.attempt}/{r.max_attempts}",
+                when(r.run_at),
+                _last_error(r),
+            ]
+            for r in rows
+        ),
+    )
+
+
+def queues_table(stats: Sequence[QueueStats]) -> str:
+    """The ``wai queues list`` table: counts by state, pause flag and lag per queue."""
+    states = [s.value for s in JobState]
+    headers = [
+        "QUEUE",
+        "PAUSED",
+        *(("WAITING" if s == "waiting_external" else s).upper() for s in states),
+        "LAG",
+    ]
+    return table(
+        headers,
+        (
+            [
+                q.name,
+                "yes" if q.paused else "no",
+                *(q.counts[s] for s in states),
+                duration(q.oldest_available_lag),
+            ]
+            for q in stats
+        ),
+        right=len(states) + 1,
+    )
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(jsonable(value), sort_keys=True)
+
+
+def job_detail(row: JobRow) -> str:
+    """Every field of one job, then its errors oldest first, for ``wai jobs show``."""
+    trigger = (
+        f"job {row.trigger.job_id} (run lease {row.trigger.run_lease}, "
+        f"outcome {row.trigger.outcome}, spec {row.trigger.spec})"
+        if row.trigger is not None
+        else "-"
+    )
+    fields: list[tuple[str, object]] = [
+        ("id", row.id),
+        ("kind", row.kind),
+        ("queue", row.queue),
+        ("state", row.state.value),
+        ("priority", row.priority),
+        ("attempt", f"{row.attempt} of {row.max_attempts}"),
+        ("run lease", row.run_lease),
+        ("created at", when(row.created_at)),
+        ("run at", when(row.run_at)),
+        ("attempted at", when(row.attempted_at)),
+        ("heartbeat at", when(row.heartbeat_at)),
+        ("deadline at", when(row.deadline_at)),
+        ("finalized at", when(row.finalized_at)),
+        ("tags", ", ".join(row.tags) or "-"),
+        ("unique key", row.unique_key.hex() if row.unique_key is not None else "-"),
+        ("ordering key", row.ordering_key or "-"),
+        ("callback id", row.callback_id or "-"),
+        ("callback timeout", when(row.callback_timeout_at)),
+        ("trigger", trigger),
+        ("args", _compact(row.args)),
+        ("metadata", _compact(row.metadata)),
+        ("progress", _compact(row.progress) if row.progress is not None else "-"),
+    ]
+    width = max(len(name) for name, _ in fields) + 1
+    lines = [f"{(name + ':').ljust(width)}  {cell(value, 10_000)}" for name, value in fields]
+    lines.append(f"errors ({len(row.errors)}):" if row.errors else "errors: -")
+    for n, entry in enumerate(row.errors, 1):
+        extra = {k: v for k, v in entry.items() if k not in ("error", "attempt", "at")}
+        head = f"  #{n} attempt {entry.get('attempt', '?')} at {entry.get('at', '?')}"
+        lines.append(head + (f" {_compact(extra)}" if extra else ""))
+        # Tracebacks keep their lines; other control characters are flattened.
+        text = str(entry.get("error", "")).replace("\r", "")
+        lines.extend(f"      {_CONTROL.sub(' ', part)}" for part in text.split("\n"))
+    return "\n".join(lines)
+
+
+def instances_table(instances: Sequence[RuntimeInstance]) -> str:
+    """Live processes, one line each: who they are, what they serve, the specs they hold."""
+    rows = [
+        (
+            i.instance_id,
+            i.role,
+            ", ".join(f"{q}={n}" for q, n in sorted(i.queues.items())) or "-",
+            i.in_flight,
+            "yes" if i.leader else "",
+            "yes" if i.healthy else "NO",
+            len(i.specs),
+            when(i.last_seen_at),
+        )
+        for i in instances
+    ]
+    return table(
+        ["INSTANCE", "ROLE", "QUEUES", "IN FLIGHT", "LEADER", "HEALTHY", "SPECS", "LAST SEEN"],
+        rows,
+    )

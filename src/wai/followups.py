@@ -1,0 +1,186 @@
+"""Follow-up specs: closures that turn a committed outcome into jobs to enqueue (pure, no I/O)."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from wai.errors import FollowUpError, SerializationError, ValidationError, WaiError
+from wai.inserts import EnqueueRequest, NewJob, build_job
+from wai.job import JobRow
+from wai.kinds import decode_args
+from wai.outcomes import Outcome
+
+if TYPE_CHECKING:
+    from wai.registry import Registry
+
+__all__ = [
+    "OUTCOMES",
+    "Applied",
+    "FollowUpPlan",
+    "RescueReason",
+    "Spec",
+    "closure_args",
+    "decode_for",
+    "evaluate",
+    "plan_followups",
+]
+
+#: The outcomes a follow-up can be registered for, in SPEC order.
+OUTCOMES = ("completed", "retried", "exhausted", "cancelled", "waiting_for_callback", "rescued")
+
+
+class RescueReason(enum.StrEnum):
+    """Why maintenance rescued an attempt."""
+
+    STALE_HEARTBEAT = "stale_heartbeat"
+    DEADLINE_EXCEEDED = "deadline_exceeded"
+    CALLBACK_TIMEOUT = "callback_timeout"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Spec:
+    """One registered follow-up: ``fn`` runs on ``outcome`` of jobs of ``kind``.
+
+    ``with_request`` marks the ``_with`` form, whose closure returns a
+    :class:`wai.EnqueueRequest` instead of bare args. ``name`` is the lineage key
+    (default: the closure's qualified name, made unique per kind and outcome).
+    """
+
+    kind: str
+    outcome: str
+    fn: Callable[..., Any]
+    with_request: bool
+    name: str
+
+
+def default_name(fn: Callable[..., Any]) -> str:
+    """``module.qualname`` of a closure."""
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+def closure_args(outcome: str, args: Any, job: JobRow, detail: dict[str, Any]) -> tuple[Any, ...]:
+    """The positional arguments a closure of ``outcome`` receives (SPEC §4.1)."""
+    if outcome == "retried":
+        return (args, job, detail["error"], job.attempt, job.run_at)
+    if outcome == "exhausted":
+        return (args, job, detail["error"], job.attempt)
+    if outcome == "cancelled":
+        return (args, job, detail["reason"])
+    if outcome == "rescued":
+        return (args, job, RescueReason(detail["reason"]))
+    return (args, job)
+
+
+def evaluate(
+    spec: Spec,
+    args: Any,
+    job: JobRow,
+    detail: dict[str, Any],
+    *,
+    default_queue: Callable[[str], str | None],
+) -> NewJob:
+    """Run ``spec``'s closure and validate what it returned into a row with lineage.
+
+    Raises :class:`wai.FollowUpError` naming the spec when the closure raises,
+    returns the wrong type, or returns something that cannot be inserted.
+    """
+    try:
+        result = spec.fn(*closure_args(spec.outcome, args, job, detail))
+    except Exception as exc:
+        raise FollowUpError(
+            f"follow-up spec {spec.name!r} ({spec.kind} → {spec.outcome}) raised "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    if inspect.isawaitable(result):
+        close = getattr(result, "close", None)
+        if callable(close):
+            close()
+        raise FollowUpError(
+            f"follow-up spec {spec.name!r} returned an awaitable: closures must be plain functions"
+        )
+    if spec.with_request:
+        if not isinstance(result, EnqueueRequest):
+            raise FollowUpError(
+                f"follow-up spec {spec.name!r} must return wai.EnqueueRequest, "
+                f"got {type(result).__name__}"
+            )
+        request = result
+    else:
+        if result is None or isinstance(result, EnqueueRequest | bool | int | float | str):
+            raise FollowUpError(
+                f"follow-up spec {spec.name!r} must return job args "
+                f"(a dataclass, pydantic model, msgspec struct), got {type(result).__name__}"
+            )
+        request = EnqueueRequest(result)
+    try:
+        built = build_job(request, default_queue=default_queue)
+    except (ValidationError, WaiError) as exc:
+        raise FollowUpError(f"follow-up spec {spec.name!r} returned bad args: {exc}") from exc
+    return dataclasses.replace(built, trigger=(job.id, job.run_lease, spec.outcome, spec.name))
+
+
+@dataclass(slots=True)
+class FollowUpPlan:
+    """Follow-up rows to insert with a batch of transitions, and the jobs whose specs failed."""
+
+    jobs: list[NewJob] = field(default_factory=list[NewJob])
+    failed: dict[int, FollowUpError] = field(default_factory=dict[int, FollowUpError])
+
+
+@dataclass(slots=True)
+class Applied:
+    """What one application of outcomes committed.
+
+    ``rows`` are the post-transition rows that changed (stale attempts are absent),
+    ``followups`` the inserted follow-up rows, ``rejected`` the outcomes rolled back
+    because a follow-up spec failed, each with the error naming the spec.
+    """
+
+    rows: list[JobRow] = field(default_factory=list[JobRow])
+    followups: list[JobRow] = field(default_factory=list[JobRow])
+    rejected: list[tuple[Outcome, FollowUpError]] = field(
+        default_factory=list[tuple[Outcome, FollowUpError]]
+    )
+
+
+def decode_for(registry: Registry, row: JobRow) -> Any:
+    """``row.args`` decoded into the registered args type (a dict when none is known)."""
+    return decode_args(registry.args_type_of(row.kind), row.args)
+
+
+def plan_followups(
+    registry: Registry, rows: Sequence[JobRow], outcomes: Mapping[int, Outcome]
+) -> FollowUpPlan:
+    """Run the specs registered for each committed row's outcome, in registration order.
+
+    A job whose args do not decode, or one of whose specs fails, contributes no
+    follow-up at all and is listed in ``failed``.
+    """
+    plan = FollowUpPlan()
+    for row in rows:
+        outcome = outcomes[row.id]
+        specs = registry.specs_for(row.kind, outcome.event)
+        if not specs:
+            continue
+        try:
+            args = decode_for(registry, row)
+        except SerializationError as exc:
+            plan.failed[row.id] = FollowUpError(
+                f"follow-ups of {row.kind} → {outcome.event}: args do not decode: {exc}"
+            )
+            continue
+        detail = {"error": outcome.error or "", "reason": outcome.reason or ""}
+        try:
+            built = [
+                evaluate(spec, args, row, detail, default_queue=registry.queue_of) for spec in specs
+            ]
+        except FollowUpError as exc:
+            plan.failed[row.id] = exc
+            continue
+        plan.jobs.extend(built)
+    return plan

@@ -1,0 +1,75 @@
+"""Retention cleanup: terminal jobs are deleted once their queue's retention has passed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+
+from wai import _db_async as db
+from wai.maintenance._service import PeriodicService
+
+__all__ = ["Cleaner", "CleanerResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class CleanerResult:
+    """Jobs deleted in one pass, per state (``completed``, ``failed``, ``cancelled``)."""
+
+    deleted: dict[str, int] = field(default_factory=dict[str, int])
+
+
+class Cleaner(PeriodicService):
+    """Deletes ``completed``, ``failed`` and ``cancelled`` jobs past their retention.
+
+    A job's age is counted from ``finalized_at``. The retention of its state is
+    the queue's override in the ``queues`` table (``completed_retention``,
+    ``failed_retention``, ``cancelled_retention``; NULL means the default) or
+    else *completed*, *failed*, *cancelled* (seconds). Rows are deleted
+    ``batch_size`` at a time, each batch its own short transaction, for at most
+    ``max_batches`` batches a pass, so a large backlog is worked off over
+    several passes without one long-running statement. Non-terminal jobs are
+    never touched.
+    """
+
+    def __init__(
+        self,
+        pool: AsyncConnectionPool[AsyncConnection[Any]],
+        schema: str,
+        *,
+        interval: float,
+        completed: float,
+        failed: float,
+        cancelled: float,
+        batch_size: int = 1000,
+        max_batches: int = 32,
+    ) -> None:
+        self.interval = interval
+        self._pool = pool
+        self._schema = schema
+        self._completed = completed
+        self._failed = failed
+        self._cancelled = cancelled
+        self._batch_size = batch_size
+        self._max_batches = max_batches
+
+    async def run_once(self) -> CleanerResult:
+        """Delete expired terminal jobs in batches until none is left or the pass is full."""
+        total: dict[str, int] = {}
+        for _ in range(self._max_batches):
+            async with self._pool.connection() as conn:
+                batch = await db.job_delete_finalized(
+                    conn,
+                    self._schema,
+                    completed=self._completed,
+                    failed=self._failed,
+                    cancelled=self._cancelled,
+                    limit=self._batch_size,
+                )
+            for state, n in batch.items():
+                total[state] = total.get(state, 0) + n
+            if sum(batch.values()) < self._batch_size:
+                break
+        return CleanerResult(total)

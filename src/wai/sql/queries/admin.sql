@@ -1,0 +1,172 @@
+-- Operator actions: cancel and retry one job, pause, resume and drain a queue, queue stats.
+--
+-- The one-job actions lock the row first (`target`), so `prev_state` is the state the
+-- action really found; the update only applies from the states it allows. A missing
+-- `target` row means no such job; a `target` row without an updated row means the
+-- job's state did not allow the action (nothing changed).
+--
+-- A cancel (one job or a drain) leaves an outbox row in the same statement, like rescue:
+-- the `on_cancelled_enqueue` follow-ups are dispatched by a process that holds the specs,
+-- so the cancel commits with its follow-ups' durable record and runs no user code.
+
+-- name: job_cancel :one
+-- Cancel one non-terminal job; an attempt that may live in a worker is told to stop.
+-- Leaves the outbox row of its Cancelled follow-ups.
+WITH target AS (
+    SELECT id, state AS prev_state FROM {schema}.jobs WHERE id = %(id)s::bigint FOR UPDATE
+),
+cancelled AS (
+    UPDATE {schema}.jobs AS j
+    SET state = 'cancelled',
+        finalized_at = now(),
+        heartbeat_at = NULL,
+        deadline_at = NULL,
+        callback_id = NULL,
+        callback_timeout_at = NULL,
+        errors = j.errors || jsonb_build_array(jsonb_build_object(
+            'error', 'cancelled by operator', 'attempt', j.attempt, 'at', now()))
+    FROM target AS t
+    WHERE j.id = t.id AND t.prev_state NOT IN ('completed', 'failed', 'cancelled')
+    RETURNING j.*
+),
+notified AS (
+    SELECT pg_notify(%(cancel_channel)s,
+                     json_build_object('job_id', c.id, 'run_lease', c.run_lease)::text)
+    FROM cancelled AS c, target AS t
+    WHERE t.prev_state IN ('running', 'waiting_external')
+),
+outboxed AS (
+    INSERT INTO {schema}.outbox (job_id, run_lease, kind, outcome, detail, job)
+    SELECT c.id, c.run_lease, c.kind, 'cancelled',
+           jsonb_build_object('reason', 'cancelled by operator'), to_jsonb(c)
+    FROM cancelled AS c
+    ON CONFLICT (job_id, run_lease, outcome) DO NOTHING
+    RETURNING 1
+)
+SELECT t.prev_state::text AS prev_state, c.*
+FROM target AS t LEFT JOIN cancelled AS c ON true
+WHERE (SELECT count(*) FROM notified) >= 0 AND (SELECT count(*) FROM outboxed) >= 0;
+
+-- name: job_retry :one
+-- Make a failed, cancelled or waiting_external job available now with a fresh retry
+-- budget; its error history stays. Wakes the queue, and tells a parked attempt to stop.
+WITH target AS (
+    SELECT id, state AS prev_state FROM {schema}.jobs WHERE id = %(id)s::bigint FOR UPDATE
+),
+retried AS (
+    UPDATE {schema}.jobs AS j
+    SET state = 'available',
+        attempt = 0,
+        run_at = now(),
+        finalized_at = NULL,
+        heartbeat_at = NULL,
+        deadline_at = NULL,
+        callback_id = NULL,
+        callback_timeout_at = NULL
+    FROM target AS t
+    WHERE j.id = t.id AND t.prev_state IN ('failed', 'cancelled', 'waiting_external')
+    RETURNING j.*, t.prev_state AS retried_from
+),
+woken AS (
+    SELECT pg_notify(%(channel)s, r.queue) FROM retried AS r
+),
+stopped AS (
+    SELECT pg_notify(%(cancel_channel)s,
+                     json_build_object('job_id', r.id, 'run_lease', r.run_lease)::text)
+    FROM retried AS r WHERE r.retried_from = 'waiting_external'
+)
+SELECT t.prev_state::text AS prev_state, r.*
+FROM target AS t LEFT JOIN retried AS r ON true
+WHERE (SELECT count(*) FROM woken) >= 0 AND (SELECT count(*) FROM stopped) >= 0;
+
+-- name: queue_pause :one
+-- Stop claims from a queue (inserts still land); idempotent, keeps the first paused_at.
+INSERT INTO {schema}.queues AS q (name, paused, paused_at, updated_at)
+VALUES (%(name)s, true, now(), now())
+ON CONFLICT (name) DO UPDATE
+SET paused = true,
+    paused_at = CASE WHEN q.paused THEN q.paused_at ELSE now() END,
+    updated_at = now()
+RETURNING q.name, q.paused, q.paused_at;
+
+-- name: queue_resume :one
+-- Let workers claim from a queue again and wake them at once.
+WITH resumed AS (
+    INSERT INTO {schema}.queues AS q (name, paused, paused_at, updated_at)
+    VALUES (%(name)s, false, NULL, now())
+    ON CONFLICT (name) DO UPDATE SET paused = false, paused_at = NULL, updated_at = now()
+    RETURNING q.name, q.paused, q.paused_at
+),
+woken AS (
+    SELECT pg_notify(%(channel)s, resumed.name) FROM resumed
+)
+SELECT resumed.* FROM resumed WHERE (SELECT count(*) FROM woken) >= 0;
+
+-- name: queue_drain :one
+-- Cancel every job of a queue that is waiting to run (available, scheduled, retryable,
+-- waiting_external); running attempts are left alone. Returns how many were cancelled.
+-- Each leaves the outbox row of its Cancelled follow-ups.
+WITH target AS (
+    SELECT id, state AS prev_state FROM {schema}.jobs
+    WHERE queue = %(queue)s
+      AND state IN ('available', 'scheduled', 'retryable', 'waiting_external')
+    ORDER BY id
+    FOR UPDATE
+),
+drained AS (
+    UPDATE {schema}.jobs AS j
+    SET state = 'cancelled',
+        finalized_at = now(),
+        heartbeat_at = NULL,
+        deadline_at = NULL,
+        callback_id = NULL,
+        callback_timeout_at = NULL,
+        errors = j.errors || jsonb_build_array(jsonb_build_object(
+            'error', 'cancelled by operator: queue drained', 'attempt', j.attempt, 'at', now()))
+    FROM target AS t
+    WHERE j.id = t.id
+      AND j.state IN ('available', 'scheduled', 'retryable', 'waiting_external')
+    RETURNING j.*, t.prev_state
+),
+stopped AS (
+    SELECT pg_notify(%(cancel_channel)s,
+                     json_build_object('job_id', d.id, 'run_lease', d.run_lease)::text)
+    FROM drained AS d WHERE d.prev_state = 'waiting_external'
+),
+outboxed AS (
+    INSERT INTO {schema}.outbox (job_id, run_lease, kind, outcome, detail, job)
+    SELECT d.id, d.run_lease, d.kind, 'cancelled',
+           jsonb_build_object('reason', 'cancelled by operator: queue drained'),
+           to_jsonb(d) - 'prev_state'
+    FROM drained AS d
+    ON CONFLICT (job_id, run_lease, outcome) DO NOTHING
+    RETURNING 1
+)
+SELECT count(*) AS drained FROM drained
+WHERE (SELECT count(*) FROM stopped) >= 0 AND (SELECT count(*) FROM outboxed) >= 0;
+
+-- name: queue_stats :many
+-- Per queue: job counts by state, the pause flag, and how long the oldest available job
+-- has been due. Queues are those with jobs plus those in the queues table.
+WITH counts AS (
+    SELECT queue, state, count(*) AS n,
+           min(run_at) FILTER (WHERE state = 'available') AS oldest_available
+    FROM {schema}.jobs
+    GROUP BY queue, state
+),
+per_queue AS (
+    SELECT queue AS name,
+           jsonb_object_agg(state::text, n) AS counts,
+           min(oldest_available) AS oldest_available
+    FROM counts
+    GROUP BY queue
+)
+SELECT coalesce(p.name, q.name) AS name,
+       coalesce(p.counts, '{}'::jsonb) AS counts,
+       coalesce(q.paused, false) AS paused,
+       q.paused_at,
+       coalesce(greatest(extract(epoch FROM now() - p.oldest_available), 0), 0)::float8
+           AS oldest_available_lag
+FROM per_queue AS p
+FULL JOIN {schema}.queues AS q ON q.name = p.name
+ORDER BY 1;

@@ -1,0 +1,135 @@
+-- name: runtime_instance_upsert :exec
+-- Create or refresh the record of one live worker or maintenance process.
+INSERT INTO {schema}.runtime_instances AS r (
+    instance_id, hostname, pid, version, role, queues, concurrency, in_flight,
+    leader, healthy, health, specs, started_at, last_seen_at
+)
+VALUES (
+    %(instance_id)s, %(hostname)s, %(pid)s, %(version)s, %(role)s, %(queues)s::jsonb,
+    %(concurrency)s, %(in_flight)s, %(leader)s, %(healthy)s, %(health)s::jsonb,
+    %(specs)s::jsonb, now(), now()
+)
+ON CONFLICT (instance_id) DO UPDATE
+SET version = excluded.version,
+    role = excluded.role,
+    queues = excluded.queues,
+    concurrency = excluded.concurrency,
+    in_flight = excluded.in_flight,
+    leader = excluded.leader,
+    healthy = excluded.healthy,
+    health = excluded.health,
+    specs = excluded.specs,
+    last_seen_at = now();
+
+-- name: runtime_instance_delete :exec
+-- Remove the record of a process that shuts down gracefully.
+DELETE FROM {schema}.runtime_instances WHERE instance_id = %(instance_id)s;
+
+-- name: runtime_instance_delete_stale :many
+-- Remove the records of processes not seen for 3 x their own record interval (read from
+-- their health JSON, else %(default_interval)s), and never sooner than %(min_age)s seconds.
+DELETE FROM {schema}.runtime_instances
+WHERE last_seen_at < now() - make_interval(secs => greatest(
+    %(min_age)s::float8,
+    3 * coalesce(
+        CASE WHEN jsonb_typeof(health -> 'record_interval') = 'number'
+             THEN (health ->> 'record_interval')::float8 END,
+        %(default_interval)s::float8)))
+RETURNING instance_id;
+
+-- name: runtime_instance_list :many
+-- Every recorded process, oldest first.
+SELECT * FROM {schema}.runtime_instances ORDER BY started_at, instance_id;
+
+-- name: queue_settings_upsert :exec
+-- Record per-queue settings given in code (QueueConfig); a NULL leaves the stored value.
+INSERT INTO {schema}.queues AS q (name, completed_retention, priority_aging)
+SELECT s.name, make_interval(secs => s.retention), make_interval(secs => s.aging)
+FROM unnest(%(name)s::text[], %(retention)s::float8[], %(aging)s::float8[])
+    AS s(name, retention, aging)
+ON CONFLICT (name) DO UPDATE
+SET completed_retention = coalesce(excluded.completed_retention, q.completed_retention),
+    priority_aging = coalesce(excluded.priority_aging, q.priority_aging),
+    updated_at = now();
+
+-- name: job_delete_finalized :many
+-- Delete up to %(limit)s terminal jobs finalized longer ago than the retention of their
+-- state: the queue's override in the queues table, else the default in seconds. The scan
+-- walks jobs_finalized_idx up to the shortest retention in force; rows are locked (and
+-- re-checked) so a job retried meanwhile is left alone. Returns counts per state.
+WITH cutoff AS (
+    SELECT now() - least(
+        make_interval(secs => least(%(completed)s, %(failed)s, %(cancelled)s)::float8),
+        min(least(q.completed_retention, q.failed_retention, q.cancelled_retention))
+    ) AS oldest_kept
+    FROM {schema}.queues AS q
+),
+doomed AS (
+    SELECT j.id
+    FROM {schema}.jobs AS j
+    LEFT JOIN {schema}.queues AS q ON q.name = j.queue
+    WHERE j.state IN ('completed', 'failed', 'cancelled')
+      AND j.finalized_at < (SELECT oldest_kept FROM cutoff)
+      AND j.finalized_at < now() - CASE j.state
+          WHEN 'completed' THEN coalesce(q.completed_retention,
+                                         make_interval(secs => %(completed)s::float8))
+          WHEN 'failed' THEN coalesce(q.failed_retention,
+                                      make_interval(secs => %(failed)s::float8))
+          ELSE coalesce(q.cancelled_retention, make_interval(secs => %(cancelled)s::float8))
+      END
+    LIMIT %(limit)s
+    FOR UPDATE OF j SKIP LOCKED
+),
+deleted AS (
+    DELETE FROM {schema}.jobs AS j
+    USING doomed
+    WHERE j.id = doomed.id AND j.state IN ('completed', 'failed', 'cancelled')
+    RETURNING j.state
+)
+SELECT state::text AS state, count(*) AS deleted FROM deleted GROUP BY state;
+
+-- name: job_age_priority :many
+-- Priority aging: an available job of a queue with priority_aging set gets priority
+-- original - floor(waited / priority_aging) (at least 1), waited counted from run_at.
+-- The first change remembers the original priority in metadata "wai.original_priority".
+-- Returns counts per queue.
+WITH aging AS (
+    SELECT name, priority_aging, extract(epoch FROM priority_aging)::float8 AS secs
+    FROM {schema}.queues
+    WHERE priority_aging > interval '0'
+),
+due AS (
+    -- One index walk (jobs_claim_idx) per aging queue.
+    SELECT c.id, c.target
+    FROM aging AS a
+    CROSS JOIN LATERAL (
+        SELECT j.id, t.target
+        FROM {schema}.jobs AS j
+        CROSS JOIN LATERAL (
+            SELECT greatest(1, coalesce(
+                CASE WHEN jsonb_typeof(j.metadata -> 'wai.original_priority') = 'number'
+                     THEN least(4, (j.metadata ->> 'wai.original_priority')::numeric::int) END,
+                j.priority
+            ) - floor(extract(epoch FROM now() - j.run_at) / a.secs)::bigint)::smallint AS target
+        ) AS t
+        WHERE j.queue = a.name
+          AND j.state = 'available'
+          AND j.priority > 1
+          AND j.run_at <= now() - a.priority_aging
+          AND t.target < j.priority
+        LIMIT %(limit)s
+        FOR UPDATE OF j SKIP LOCKED
+    ) AS c
+    LIMIT %(limit)s
+),
+aged AS (
+    UPDATE {schema}.jobs AS j
+    SET priority = due.target,
+        metadata = CASE WHEN j.metadata ? 'wai.original_priority' THEN j.metadata
+                        ELSE j.metadata || jsonb_build_object('wai.original_priority', j.priority)
+                   END
+    FROM due
+    WHERE j.id = due.id AND j.state = 'available' AND due.target < j.priority
+    RETURNING j.queue
+)
+SELECT queue, count(*) AS aged FROM aged GROUP BY queue;

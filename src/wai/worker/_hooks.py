@@ -1,0 +1,130 @@
+"""Delivers lifecycle events to ``on_event`` hooks after commit, off the job path."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Sequence
+
+from wai.context import AttemptState
+from wai.events import (
+    Cancelled,
+    Completed,
+    Exhausted,
+    JobEvent,
+    Rescued,
+    Retried,
+    Started,
+    WaitingForCallback,
+)
+from wai.followups import decode_for
+from wai.job import JobRow
+from wai.outcomes import Outcome
+from wai.registry import Registry
+
+__all__ = ["HookDispatcher", "event_for"]
+
+logger = logging.getLogger("wai.hooks")
+
+
+def event_for(outcome: Outcome, row: JobRow, args: object, duration: float) -> JobEvent | None:
+    """The event a committed outcome emits (snoozes emit none)."""
+    match outcome.event:
+        case "completed":
+            return Completed(job=row, args=args, duration=duration)
+        case "retried":
+            return Retried(
+                job=row,
+                args=args,
+                error=outcome.error or "",
+                attempt=row.attempt,
+                next_run_at=row.run_at,
+            )
+        case "exhausted":
+            return Exhausted(job=row, args=args, error=outcome.error or "", attempt=row.attempt)
+        case "cancelled":
+            return Cancelled(job=row, args=args, reason=outcome.reason or "")
+        case "waiting_for_callback":
+            return WaitingForCallback(job=row, args=args)
+        case _:
+            return None
+
+
+class HookDispatcher:
+    """A queue of events consumed by one background task.
+
+    Hooks run one after another in registration order; an ``async def`` hook is
+    awaited, a plain one runs in a thread. An exception is logged and the next
+    hook still runs. Events still queued when the process stops are lost.
+    """
+
+    def __init__(self, registry: Registry, *, max_queued: int = 100_000) -> None:
+        self._registry = registry
+        self._queue: asyncio.Queue[JobEvent] = asyncio.Queue(max_queued)
+        self.delivered = 0
+
+    def wanted(self, kind: str) -> bool:
+        """Whether any hook listens to ``kind``."""
+        return bool(self._registry.hooks_for(kind))
+
+    def emit(self, event: JobEvent) -> None:
+        """Queue ``event``; dropped with a warning when the queue is full."""
+        try:
+            self._queue.put_nowait(event)
+        except asyncio.QueueFull:
+            logger.warning("wai: hook queue full; dropped %s", type(event).__name__)
+
+    def started(self, row: JobRow) -> None:
+        """Emit ``Started`` for a claimed row, if anyone listens."""
+        if self.wanted(row.kind):
+            self.emit(Started(job=row, args=self._args(row)))
+
+    def committed(
+        self, items: Sequence[tuple[Outcome, AttemptState]], rows: Sequence[JobRow]
+    ) -> None:
+        """Emit the events of committed outcomes (rows the guard did not match emit none)."""
+        if not rows:
+            return
+        by_id = {o.job_id: (o, s) for o, s in items}
+        for row in rows:
+            if not self.wanted(row.kind) or row.id not in by_id:
+                continue
+            outcome, state = by_id[row.id]
+            duration = (state.finished or state.started) - state.started
+            event = event_for(outcome, row, self._args(row), duration)
+            if event is not None:
+                self.emit(event)
+
+    def rescued(self, rows: Sequence[tuple[JobRow, str]]) -> None:
+        """Emit ``Rescued`` for rows this process rescued."""
+        for row, reason in rows:
+            if self.wanted(row.kind):
+                self.emit(Rescued(job=row, args=self._args(row), reason=reason))
+
+    def _args(self, row: JobRow) -> object:
+        try:
+            return decode_for(self._registry, row)
+        except Exception:
+            return row.args
+
+    async def run_forever(self) -> None:
+        """Deliver events until cancelled."""
+        while True:
+            event = await self._queue.get()
+            for hook in self._registry.hooks_for(event.job.kind):
+                try:
+                    if inspect.iscoroutinefunction(hook):
+                        await hook(event)
+                    else:
+                        result = await asyncio.to_thread(hook, event)
+                        if inspect.isawaitable(result):
+                            await result
+                except Exception:
+                    logger.exception(
+                        "wai: on_event hook %r failed on %s of job %s",
+                        hook,
+                        type(event).__name__,
+                        event.job.id,
+                    )
+            self.delivered += 1

@@ -1,0 +1,222 @@
+"""The operator commands of ``wai`` (jobs, queues), run as ``python -m wai`` in a subprocess."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+import wai
+from tests.acceptance.test_cli import run_wai
+from tests.factories import HOSTILE, execute, set_state
+
+STATES = [s.value for s in wai.JobState]
+
+
+def wai_ok(url: str, *args: str) -> str:
+    """Run ``wai --database-url URL ARGS``; assert exit 0 and no error; return stdout."""
+    result = run_wai("--database-url", url, *args)
+    assert result.returncode == 0, result.stderr
+    assert "error" not in result.stderr
+    return result.stdout
+
+
+def wai_json(url: str, *args: str) -> Any:
+    """The parsed JSON that ``wai ... --json`` printed."""
+    return json.loads(wai_ok(url, *args, "--json"))
+
+
+def wai_fails(url: str, *args: str, status: int = 1) -> str:
+    """Run a command that must fail with ``status`` and one clean error line; return it."""
+    result = run_wai("--database-url", url, *args)
+    assert result.returncode == status, result.stdout + result.stderr
+    assert result.stderr.startswith("wai: error: "), result.stderr
+    assert "Traceback" not in result.stderr
+    return result.stderr
+
+
+@pytest.fixture
+def jobs(sclient: wai.Client) -> list[wai.JobRow]:
+    """Three jobs: two ``send_email`` on queue ``mail`` (one tagged ``vip``), one ``resize``."""
+    return [
+        sclient.insert({"to": "a"}, kind="send_email", queue="mail"),
+        sclient.insert({"to": "b"}, kind="send_email", queue="mail", tags=["vip"]),
+        sclient.insert({"path": "x.png"}, kind="resize", queue="img", priority=1),
+    ]
+
+
+# -- jobs ---------------------------------------------------------------------------------
+
+
+def test_jobs_list_json_is_every_field_newest_first(
+    database_url: str, jobs: list[wai.JobRow]
+) -> None:
+    listed = wai_json(database_url, "jobs", "list")
+    assert [j["id"] for j in listed] == [j.id for j in reversed(jobs)]
+    first = listed[-1]
+    assert first["kind"] == "send_email"
+    assert first["queue"] == "mail"
+    assert first["state"] == "available"
+    assert first["args"] == {"to": "a"}
+    assert first["errors"] == []
+    assert first["trigger"] is None
+    assert datetime.fromisoformat(first["created_at"]) == jobs[0].created_at
+    assert set(first) >= {"attempt", "max_attempts", "run_at", "run_lease", "progress", "tags"}
+
+
+def test_jobs_list_filters_and_pages(database_url: str, jobs: list[wai.JobRow]) -> None:
+    def ids(*args: str) -> list[int]:
+        return [j["id"] for j in wai_json(database_url, "jobs", "list", *args)]
+
+    mail = [jobs[1].id, jobs[0].id]
+    assert ids("--queue", "mail") == mail
+    assert ids("--kind", "resize") == [jobs[2].id]
+    assert ids("--tag", "vip") == [jobs[1].id]
+    assert ids("--state", "completed") == []
+    assert ids("--limit", "1") == [jobs[2].id]
+    assert ids("--limit", "1", "--before-id", str(jobs[2].id)) == [jobs[1].id]
+    assert ids("--queue", HOSTILE) == []
+
+
+def test_jobs_list_table_has_headers_and_a_paging_hint(
+    database_url: str, jobs: list[wai.JobRow]
+) -> None:
+    result = run_wai("--database-url", database_url, "jobs", "list", "--limit", "2")
+    assert result.returncode == 0, result.stderr
+    header, *lines = result.stdout.splitlines()
+    assert header.split() == ["ID", "STATE", "KIND", "QUEUE", "PRI", "ATTEMPT", "RUN", "AT",
+                              "LAST", "ERROR"]  # fmt: skip
+    assert [line.split()[0] for line in lines] == [str(jobs[2].id), str(jobs[1].id)]
+    assert "available" in lines[0]
+    assert "0/25" in lines[0]
+    assert f"--before-id {jobs[1].id}" in result.stderr  # more may follow
+
+
+def test_jobs_list_rejects_a_bad_state(database_url: str) -> None:
+    result = run_wai("--database-url", database_url, "jobs", "list", "--state", "bogus")
+    assert result.returncode == 2
+    assert "invalid choice: 'bogus'" in result.stderr
+
+
+def test_jobs_show_prints_fields_errors_and_progress(
+    database_url: str, sclient: wai.Client, jobs: list[wai.JobRow]
+) -> None:
+    job = jobs[0]
+    execute(
+        database_url,
+        "UPDATE wai.jobs SET state = 'failed', attempt = 2, finalized_at = now(),"
+        ' progress = \'{"percent": 40, "message": "half"}\','
+        ' errors = \'[{"error": "boom\\nline two", "attempt": 1, "at": "2024-01-01T00:00:00Z"},'
+        ' {"error": "final", "attempt": 2, "at": "2024-01-01T00:01:00Z", "terminal": true}]\''
+        " WHERE id = %s",
+        (job.id,),
+    )
+
+    shown = wai_json(database_url, "jobs", "show", str(job.id))
+    assert shown["state"] == "failed"
+    assert [e["error"] for e in shown["errors"]] == ["boom\nline two", "final"]
+    assert shown["progress"] == {"percent": 40, "message": "half"}
+
+    text = wai_ok(database_url, "jobs", "show", str(job.id))
+    for expected in ("id:", "state:", "failed", "attempt:", "2 of 25", '{"to": "a"}',
+                     "errors (2):", "boom", "      line two", "final", '"terminal": true',
+                     '"percent": 40', "trigger:"):  # fmt: skip
+        assert expected in text, expected
+
+
+def test_jobs_show_unknown_id_fails(database_url: str) -> None:
+    assert "no job with id 424242" in wai_fails(database_url, "jobs", "show", "424242")
+    assert "no job with id -3" in wai_fails(database_url, "jobs", "show", "-3")
+
+
+def test_jobs_cancel_then_cancel_again(
+    database_url: str, sclient: wai.Client, jobs: list[wai.JobRow]
+) -> None:
+    job = jobs[0]
+    out = wai_ok(database_url, "jobs", "cancel", str(job.id))
+    assert f"job {job.id} cancelled" in out
+    row = sclient.get_job(job.id)
+    assert row.state == wai.JobState.CANCELLED
+    assert row.errors[-1]["error"] == "cancelled by operator"
+
+    err = wai_fails(database_url, "jobs", "cancel", str(job.id))
+    assert f"cannot cancel job {job.id}: it is cancelled" in err
+    assert "no job with id 999999" in wai_fails(database_url, "jobs", "cancel", "999999")
+    assert sclient.get_job(job.id) == row
+
+
+def test_jobs_retry_a_failed_job(
+    database_url: str, sclient: wai.Client, jobs: list[wai.JobRow]
+) -> None:
+    job = jobs[0]
+    set_state(database_url, job.id, "failed")
+    retried = wai_json(database_url, "jobs", "retry", str(job.id))
+    assert retried["id"] == job.id
+    assert retried["state"] == "available"
+    assert retried["attempt"] == 0
+    assert retried["finalized_at"] is None
+
+    err = wai_fails(database_url, "jobs", "retry", str(job.id))
+    assert f"cannot retry job {job.id}: it is available" in err
+    assert sclient.get_job(job.id).state == wai.JobState.AVAILABLE
+    set_state(database_url, job.id, "cancelled")
+    assert f"job {job.id} retried" in wai_ok(database_url, "jobs", "retry", str(job.id))
+
+
+def test_jobs_commands_need_an_integer_id(database_url: str) -> None:
+    result = run_wai("--database-url", database_url, "jobs", "cancel", "1; DROP TABLE x")
+    assert result.returncode == 2
+    assert "invalid int value" in result.stderr
+
+
+# -- queues -------------------------------------------------------------------------------
+
+
+def test_queues_list_json_and_table(database_url: str, jobs: list[wai.JobRow]) -> None:
+    stats = wai_json(database_url, "queues", "list")
+    assert [q["name"] for q in stats] == ["img", "mail"]
+    mail = stats[1]
+    assert mail["counts"] == {s: 2 if s == "available" else 0 for s in STATES}
+    assert mail["paused"] is False
+    assert mail["paused_at"] is None
+    assert mail["oldest_available_lag"] >= 0
+
+    header, *lines = wai_ok(database_url, "queues", "list").splitlines()
+    assert header.split() == ["QUEUE", "PAUSED", "SCHEDULED", "AVAILABLE", "RUNNING",
+                              "RETRYABLE", "WAITING", "COMPLETED", "FAILED", "CANCELLED",
+                              "LAG"]  # fmt: skip
+    assert lines[1].split()[:4] == ["mail", "no", "0", "2"]
+
+
+def test_queues_pause_resume_drain(
+    database_url: str, sclient: wai.Client, jobs: list[wai.JobRow]
+) -> None:
+    assert "queue 'mail' paused" in wai_ok(database_url, "queues", "pause", "mail")
+    paused = {q["name"]: q["paused"] for q in wai_json(database_url, "queues", "list")}
+    assert paused == {"img": False, "mail": True}
+
+    assert "queue 'mail' resumed" in wai_ok(database_url, "queues", "resume", "mail")
+    assert not any(q.paused for q in sclient.queue_stats())
+
+    out = wai_ok(database_url, "queues", "drain", "mail")
+    assert "queue 'mail' drained: 2 jobs cancelled" in out
+    assert [sclient.get_job(j.id).state for j in jobs] == ["cancelled", "cancelled", "available"]
+    assert "drained: 0 jobs cancelled" in wai_ok(database_url, "queues", "drain", "mail")
+
+
+def test_queues_reject_a_hostile_name(
+    database_url: str, sclient: wai.Client, jobs: list[wai.JobRow]
+) -> None:
+    for action in ("pause", "resume", "drain"):
+        err = wai_fails(database_url, "queues", action, HOSTILE, status=2)
+        assert "invalid queue name" in err
+    assert [sclient.get_job(j.id) for j in jobs] == jobs
+    assert not any(q.paused for q in sclient.queue_stats())
+
+
+def test_operator_commands_on_an_unmigrated_database(empty_database_url: str) -> None:
+    for args in (("jobs", "list"), ("queues", "list"), ("jobs", "cancel", "1")):
+        err = wai_fails(empty_database_url, *args)
+        assert "run `wai migrate`" in err

@@ -1,0 +1,177 @@
+"""Retention cleanup on a real PostgreSQL: only expired terminal rows go, per-queue overrides."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import wai
+from tests.integration._helpers import Work, fetch, register, serving, wait_for
+from wai._sql import query
+from wai.maintenance import Cleaner, CleanerResult
+
+pytestmark = pytest.mark.timeout(60)
+
+HOUR = 3600.0
+DAY = 24 * HOUR
+STATES = [s.value for s in wai.JobState]
+TERMINAL = ("completed", "failed", "cancelled")
+
+
+async def _job(client: wai.AsyncClient, state: str, *, age: float | None, queue: str = "q") -> int:
+    """A job forced into ``state`` whose ``finalized_at`` is ``age`` seconds ago (None: NULL).
+
+    Non-terminal rows get an old ``finalized_at`` too when asked, the hostile case:
+    cleanup must go by state first.
+    """
+    row = await client.insert(Work(), queue=queue)
+    await fetch(
+        client,
+        "UPDATE wai.jobs SET state = %s::wai.job_state,"
+        " finalized_at = CASE WHEN %s::float8 IS NULL THEN NULL"
+        " ELSE now() - make_interval(secs => %s::float8) END,"
+        " run_at = now() - interval '30 days', created_at = now() - interval '30 days'"
+        " WHERE id = %s",
+        (state, age, age, row.id),
+    )
+    return row.id
+
+
+async def _ids(client: wai.AsyncClient) -> set[int]:
+    return {r[0] for r in await fetch(client, "SELECT id FROM wai.jobs")}
+
+
+async def _override(client: wai.AsyncClient, queue: str, **retention: str | None) -> None:
+    await fetch(
+        client,
+        "INSERT INTO wai.queues (name, completed_retention, failed_retention, cancelled_retention)"
+        " VALUES (%s, %s::interval, %s::interval, %s::interval)",
+        (
+            queue,
+            retention.get("completed"),
+            retention.get("failed"),
+            retention.get("cancelled"),
+        ),
+    )
+
+
+def _cleaner(client: wai.AsyncClient, **overrides: Any) -> Cleaner:
+    options: dict[str, Any] = {
+        "interval": 60,
+        "completed": HOUR,
+        "failed": 2 * HOUR,
+        "cancelled": 3 * HOUR,
+        **overrides,
+    }
+    return Cleaner(client.pool, client.schema, **options)
+
+
+async def test_cleaner_deletes_only_terminal_rows_past_their_retention(
+    aclient: wai.AsyncClient,
+) -> None:
+    # expired: each terminal state just past its own retention
+    expired = {
+        await _job(aclient, "completed", age=HOUR + 60),
+        await _job(aclient, "failed", age=2 * HOUR + 60),
+        await _job(aclient, "cancelled", age=3 * HOUR + 60),
+        await _job(aclient, "completed", age=30 * DAY),
+    }
+    kept = {
+        # each terminal state just inside its retention (which differs per state)
+        await _job(aclient, "completed", age=HOUR - 60),
+        await _job(aclient, "failed", age=2 * HOUR - 60),
+        await _job(aclient, "cancelled", age=3 * HOUR - 60),
+        await _job(aclient, "failed", age=HOUR + 60),  # older than completed's retention
+    }
+    # every live state, with an ancient finalized_at and with none at all
+    for state in STATES:
+        if state not in TERMINAL:
+            kept.add(await _job(aclient, state, age=365 * DAY))
+            kept.add(await _job(aclient, state, age=None))
+
+    result = await _cleaner(aclient).run_once()
+
+    assert result == CleanerResult({"completed": 2, "failed": 1, "cancelled": 1})
+    assert await _ids(aclient) == kept
+    assert not expired & await _ids(aclient)
+    assert await _cleaner(aclient).run_once() == CleanerResult({})  # nothing left to do
+
+
+async def test_cleaner_applies_per_queue_overrides(aclient: wai.AsyncClient) -> None:
+    await _override(aclient, "keep", completed="30 days")  # longer than the default
+    await _override(aclient, "short", failed="1 minute", cancelled="2 minutes")
+    await _override(aclient, "nulls")  # a row with no override at all: defaults
+    gone = {
+        await _job(aclient, "completed", age=31 * DAY, queue="keep"),
+        await _job(aclient, "failed", age=90, queue="short"),
+        await _job(aclient, "cancelled", age=150, queue="short"),
+        await _job(aclient, "completed", age=HOUR + 60, queue="short"),  # default applies
+        await _job(aclient, "completed", age=HOUR + 60, queue="nulls"),
+        await _job(aclient, "failed", age=2 * HOUR + 60, queue="keep"),  # only completed set
+    }
+    kept = {
+        await _job(aclient, "completed", age=2 * DAY, queue="keep"),
+        await _job(aclient, "failed", age=30, queue="short"),
+        await _job(aclient, "cancelled", age=90, queue="short"),
+        await _job(aclient, "failed", age=90, queue="q"),  # no queues row: defaults
+        await _job(aclient, "available", age=365 * DAY, queue="short"),
+        await _job(aclient, "running", age=365 * DAY, queue="short"),
+    }
+
+    result = await _cleaner(aclient).run_once()
+
+    assert result.deleted == {"completed": 3, "failed": 2, "cancelled": 1}
+    assert await _ids(aclient) == kept
+    assert not gone & kept
+
+
+async def test_cleaner_deletes_in_bounded_batches(aclient: wai.AsyncClient) -> None:
+    for _ in range(10):
+        await _job(aclient, "completed", age=2 * HOUR)
+    live = await _job(aclient, "available", age=None)
+
+    first = await _cleaner(aclient, batch_size=3, max_batches=2).run_once()
+    assert first.deleted == {"completed": 6}  # two batches of three, then the pass ends
+    second = await _cleaner(aclient, batch_size=3, max_batches=5).run_once()
+    assert second.deleted == {"completed": 4}  # 3 + 1: a short batch ends the pass
+    assert await _ids(aclient) == {live}
+
+
+async def test_cleanup_query_can_use_the_finalized_index(aclient: wai.AsyncClient) -> None:
+    await _override(aclient, "short", failed="1 minute")
+    async with aclient.connection() as conn:
+        await conn.execute("SET enable_seqscan = off")
+        cur = await conn.execute(
+            "EXPLAIN " + query("job_delete_finalized", "wai"),
+            {"completed": HOUR, "failed": HOUR, "cancelled": HOUR, "limit": 1000},
+        )
+        plan = "\n".join(r[0] for r in await cur.fetchall())
+    assert "jobs_finalized_idx" in plan
+
+
+async def test_queue_config_retention_is_stored_and_applied_by_the_leader(
+    aclient: wai.AsyncClient,
+) -> None:
+    register(aclient, "async", lambda job: None)
+    await _override(aclient, "other", failed="5 days")  # a stored value is never cleared
+    old_q = await _job(aclient, "completed", age=120, queue="q")  # past q's 60 s override
+    old_other = await _job(aclient, "completed", age=120, queue="other")  # default: 1 day
+    queues = {
+        "q": wai.QueueConfig(concurrency=2, retention=60),
+        "other": wai.QueueConfig(concurrency=1),
+    }
+    async with serving(aclient, queues, cleanup_interval=0.1):
+        rows = await fetch(
+            aclient,
+            "SELECT name, extract(epoch FROM completed_retention)::float8,"
+            " extract(epoch FROM failed_retention)::float8"
+            " FROM wai.queues ORDER BY name",
+        )
+        assert rows == [("other", None, 5 * DAY), ("q", 60.0, None)]
+
+        async def gone() -> bool:
+            return old_q not in await _ids(aclient)
+
+        await wait_for(gone, 10, what="the leader's cleanup")
+        assert old_other in await _ids(aclient)

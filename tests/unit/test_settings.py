@@ -1,0 +1,45 @@
+"""RuntimeSettings validation, and the role a runtime records (pure: no database)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+import wai
+from wai.worker import RuntimeSettings
+from wai.worker._records import role_of
+
+
+def test_runtime_settings_defaults_for_records_cleanup_and_aging() -> None:
+    s = RuntimeSettings()
+    assert s.record_interval == 5.0
+    assert s.cleanup_interval == 60.0
+    assert s.completed_retention == 86_400.0
+    assert s.failed_retention == s.cancelled_retention == 7 * 86_400.0
+    assert s.aging_interval == 10.0
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"cleanup_interval": 0},
+        {"completed_retention": -1},
+        {"failed_retention": True},
+        {"cancelled_retention": "7d"},
+        {"completed_retention": math.inf},
+        {"failed_retention": math.nan},
+        {"record_interval": 0},
+        {"aging_interval": -0.5},
+    ],
+)
+def test_runtime_settings_reject_bad_values(options: dict[str, Any]) -> None:
+    with pytest.raises(wai.ValidationError):
+        RuntimeSettings(**options)
+
+
+def test_role_of() -> None:
+    assert role_of(serves_queues=True, maintenance=True) == "worker+maintenance"
+    assert role_of(serves_queues=True, maintenance=False) == "worker"
+    assert role_of(serves_queues=False, maintenance=True) == "maintenance"

@@ -1,0 +1,66 @@
+"""The CLI's text tables and JSON conversion, without a database."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from wai._tables import cell, duration, json_text, jsonable, table, when
+from wai.job import JobState, Trigger
+
+
+def test_table_aligns_columns_and_right_aligns_the_last_ones() -> None:
+    text = table(["NAME", "N"], [["a", 1], ["long-name", 100]], right=1)
+    assert text.splitlines() == [
+        "NAME         N",
+        "a            1",
+        "long-name  100",
+    ]
+
+
+def test_table_with_no_rows_is_the_header() -> None:
+    assert table(["ID", "STATE"], []) == "ID  STATE"
+
+
+def test_cells_flatten_control_characters_and_are_cut() -> None:
+    assert cell("a\nb\tc\x00d") == "a b c d"
+    assert cell("x" * 100, 10) == "xxxxxxx..."
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0, "0s"), (0.01, "0s"), (4.25, "4.2s"), (185, "3m05s"), (7380, "2h03m"), (100_000, "1d03h")],
+)
+def test_duration(seconds: float, text: str) -> None:
+    assert duration(seconds) == text
+
+
+def test_when_is_utc_or_a_dash() -> None:
+    paris = timezone(timedelta(hours=2))
+    assert when(datetime(2024, 5, 1, 14, 0, 3, tzinfo=paris)) == "2024-05-01 12:00:03Z"
+    assert when(None) == "-"
+
+
+def test_jsonable_turns_rows_into_plain_json() -> None:
+    at = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+    cid = uuid.uuid4()
+    value = {
+        "state": JobState.RUNNING,
+        "at": at,
+        "id": cid,
+        "key": b"\x01\xff",
+        "tags": ("a", "b"),
+        "trigger": Trigger(job_id=1, run_lease=2, outcome="completed", spec="s"),
+    }
+    assert jsonable(value) == {
+        "state": "running",
+        "at": "2024-05-01T12:00:00+00:00",
+        "id": str(cid),
+        "key": "01ff",
+        "tags": ["a", "b"],
+        "trigger": {"job_id": 1, "run_lease": 2, "outcome": "completed", "spec": "s"},
+    }
+    assert json.loads(json_text(value))["state"] == "running"
