@@ -19,6 +19,7 @@ FILES = {
     "_producer_async.py": "_producer.py",
     "_client_base_async.py": "_client_base.py",
     "_transitions_async.py": "_transitions.py",
+    "_callbacks_async.py": "_callbacks.py",
 }
 
 SUBS = [
@@ -26,6 +27,8 @@ SUBS = [
     (r"\bAsyncConnection\b", "Connection"),
     (r"\bAsyncCursor\b", "Cursor"),
     (r"\bAsyncClientBase\b", "ClientBase"),
+    (r"\bAsyncCallbackMixin\b", "CallbackMixin"),
+    (r"\bAbstractAsyncContextManager\b", "AbstractContextManager"),
     (r"\bAsyncTransaction\b", "Transaction"),
     (r"\bAsyncIterator\b", "Iterator"),
     (r"\basynccontextmanager\b", "contextmanager"),
@@ -38,6 +41,8 @@ SUBS = [
     (r"\b_db_async\b", "_db"),
     (r"\b_producer_async\b", "_producer"),
     (r"\b_transitions_async\b", "_transitions"),
+    (r"\b_callbacks_async\b", "_callbacks"),
+    (r"\b_client_base_async\b", "_client_base"),
     (r"the async client \(source of the sync client\)", "the sync client"),
 ]
 

@@ -7,6 +7,7 @@ from wai._client_base import Transaction
 from wai._client_base_async import AsyncTransaction
 from wai._version import __version__
 from wai.admin import QueueStats
+from wai.callbacks import CallbackResolution
 from wai.client import AsyncClient, Client
 from wai.context import Job
 from wai.errors import (
@@ -17,6 +18,7 @@ from wai.errors import (
     JobNotFound,
     SchemaNotMigrated,
     SerializationError,
+    StaleAttempt,
     TerminalError,
     UniqueConflict,
     UnknownJobKind,
@@ -35,6 +37,7 @@ __all__ = [
     "AsyncClient",
     "AsyncTransaction",
     "CallbackNotFound",
+    "CallbackResolution",
     "CallbackToken",
     "Cancel",
     "Client",
@@ -54,6 +57,7 @@ __all__ = [
     "SchemaNotMigrated",
     "SerializationError",
     "Snooze",
+    "StaleAttempt",
     "TerminalError",
     "Transaction",
     "Trigger",

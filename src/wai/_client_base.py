@@ -15,6 +15,7 @@ from psycopg_pool import ConnectionPool
 
 from wai import _db as db
 from wai import _producer as producer
+from wai._callbacks import CallbackMixin
 from wai._registration import RegistrationMixin
 from wai._sql import validate_schema
 from wai._translate import translate_errors
@@ -52,12 +53,14 @@ class Transaction:
     """A database transaction that business writes and job inserts share.
 
     Obtained from ``client.transaction()``; commits when the block exits
-    normally and rolls back when it raises.
+    normally and rolls back when it raises. ``after_commit`` callables run once it
+    committed (the hooks of a callback resolved in it).
     """
 
     def __init__(self, client: ClientBase, conn: Connection[Any]) -> None:
         self._client = client
         self.connection = conn
+        self.after_commit: list[Callable[[], None]] = []
 
     def execute(
         self, query: LiteralString, params: Sequence[Any] | Mapping[str, Any] | None = None
@@ -76,8 +79,8 @@ class Transaction:
         return producer.insert_batch(self.connection, self._client.schema, jobs)
 
 
-class ClientBase(RegistrationMixin):
-    """Connection pool, registry, producer and admin methods."""
+class ClientBase(RegistrationMixin, CallbackMixin):
+    """Connection pool, registry, producer, admin and callback resolution methods."""
 
     def __init__(
         self,
@@ -252,8 +255,12 @@ class ClientBase(RegistrationMixin):
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
         """A transaction for business writes and job inserts that commit together."""
-        with self.connection() as conn, conn.transaction():
-            yield Transaction(self, conn)
+        with self.connection() as conn:
+            with conn.transaction():
+                tx = Transaction(self, conn)
+                yield tx
+            for fn in tx.after_commit:
+                fn()
 
     # -- admin ------------------------------------------------------------------------
 

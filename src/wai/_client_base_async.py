@@ -14,6 +14,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
 from wai import _producer_async as producer
+from wai._callbacks_async import AsyncCallbackMixin
 from wai._registration import RegistrationMixin
 from wai._sql import validate_schema
 from wai._translate import translate_errors
@@ -51,12 +52,14 @@ class AsyncTransaction:
     """A database transaction that business writes and job inserts share.
 
     Obtained from ``client.transaction()``; commits when the block exits
-    normally and rolls back when it raises.
+    normally and rolls back when it raises. ``after_commit`` callables run once it
+    committed (the hooks of a callback resolved in it).
     """
 
     def __init__(self, client: AsyncClientBase, conn: AsyncConnection[Any]) -> None:
         self._client = client
         self.connection = conn
+        self.after_commit: list[Callable[[], None]] = []
 
     async def execute(
         self, query: LiteralString, params: Sequence[Any] | Mapping[str, Any] | None = None
@@ -75,8 +78,8 @@ class AsyncTransaction:
         return await producer.insert_batch(self.connection, self._client.schema, jobs)
 
 
-class AsyncClientBase(RegistrationMixin):
-    """Connection pool, registry, producer and admin methods."""
+class AsyncClientBase(RegistrationMixin, AsyncCallbackMixin):
+    """Connection pool, registry, producer, admin and callback resolution methods."""
 
     def __init__(
         self,
@@ -251,8 +254,12 @@ class AsyncClientBase(RegistrationMixin):
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncTransaction]:
         """A transaction for business writes and job inserts that commit together."""
-        async with self.connection() as conn, conn.transaction():
-            yield AsyncTransaction(self, conn)
+        async with self.connection() as conn:
+            async with conn.transaction():
+                tx = AsyncTransaction(self, conn)
+                yield tx
+            for fn in tx.after_commit:
+                fn()
 
     # -- admin ------------------------------------------------------------------------
 

@@ -7,12 +7,14 @@ import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from psycopg import Connection, sql
 from psycopg.rows import dict_row
 
 from wai._sql import query, validate_schema
 from wai.admin import QueueStats
+from wai.callbacks import CallbackExpressions
 from wai.inserts import NewJob
 from wai.instances import RuntimeInstance
 from wai.job import JobRow, JobState
@@ -20,9 +22,20 @@ from wai.migrate import Migration, ledger_sql, lock_key, pending
 from wai.outcomes import Outcome
 
 __all__ = [
+    "callback_channel",
     "cancel_channel",
     "channel",
     "job_age_priority",
+    "job_callback_complete",
+    "job_callback_fail",
+    "job_callback_heartbeat",
+    "job_callback_lock",
+    "job_callback_park_in_place",
+    "job_callback_register",
+    "job_callback_resume",
+    "job_callback_retry",
+    "job_callback_take",
+    "job_callback_unpark",
     "job_cancel",
     "job_claim",
     "job_delete_finalized",
@@ -43,6 +56,7 @@ __all__ = [
     "outbox_backoff",
     "outbox_delete",
     "outbox_dispatched_specs",
+    "outbox_insert",
     "outbox_list",
     "outbox_lock_due",
     "queue_drain",
@@ -68,6 +82,14 @@ def cancel_channel(schema: str) -> str:
     The payload is ``{"job_id": ..., "run_lease": ...}``.
     """
     return f"{validate_schema(schema)}.cancel"
+
+
+def callback_channel(schema: str) -> str:
+    """The NOTIFY channel that wakes a handler waiting in place for its callback.
+
+    The payload is ``{"job_id": ..., "run_lease": ...}`` of the resolved job.
+    """
+    return f"{validate_schema(schema)}.callback"
 
 
 def _rows(conn: Connection[Any], name: str, schema: str, params: dict[str, Any]) -> list[JobRow]:
@@ -253,6 +275,7 @@ def job_finalize_many(
             "terminal": [o.terminal for o in outcomes],
             "attempt_delta": [o.attempt_delta for o in outcomes],
             "progress": [o.progress for o in outcomes],
+            "callback_id": [o.callback_id for o in outcomes],
         },
     )
 
@@ -515,3 +538,146 @@ def outbox_list(conn: Connection[Any], schema: str, *, limit: int) -> list[dict[
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(query("outbox_list", schema), {"limit": limit})
         return cur.fetchall()
+
+
+# -- external callbacks ------------------------------------------------------------------
+
+
+def job_callback_register(
+    conn: Connection[Any],
+    schema: str,
+    *,
+    job_id: int,
+    run_lease: int,
+    callback_id: UUID,
+    timeout: float,
+    expressions: CallbackExpressions,
+) -> datetime | None:
+    """Give a running attempt a callback; its timeout, or None when the attempt is stale."""
+    cur = conn.execute(
+        query("job_callback_register", schema),
+        {
+            "id": job_id,
+            "run_lease": run_lease,
+            "callback_id": callback_id,
+            "timeout": timeout,
+            "filter": expressions.filter,
+            "on_complete": expressions.on_complete,
+            "on_fail": expressions.on_fail,
+            "transform": expressions.transform,
+        },
+    )
+    row = cur.fetchone()
+    return row[0] if row else None
+
+
+def job_callback_park_in_place(
+    conn: Connection[Any], schema: str, *, job_id: int, run_lease: int, callback_id: UUID
+) -> bool:
+    """Mark a handler waiting for ``callback_id`` as waiting_external; False if nothing matched."""
+    cur = conn.execute(
+        query("job_callback_park_in_place", schema),
+        {"id": job_id, "run_lease": run_lease, "callback_id": callback_id},
+    )
+    return cur.fetchone() is not None
+
+
+def job_callback_unpark(conn: Connection[Any], schema: str, *, job_id: int, run_lease: int) -> None:
+    """Put a handler that stopped waiting back to running."""
+    conn.execute(query("job_callback_unpark", schema), {"id": job_id, "run_lease": run_lease})
+
+
+def job_callback_take(
+    conn: Connection[Any], schema: str, *, job_id: int, run_lease: int
+) -> dict[str, Any] | None:
+    """The state, run_lease and callback_id of a job, and its resume payload if ``taken``."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(query("job_callback_take", schema), {"id": job_id, "run_lease": run_lease})
+        return cur.fetchone()
+
+
+def job_callback_lock(
+    conn: Connection[Any], schema: str, callback_id: UUID
+) -> tuple[JobRow, CallbackExpressions] | None:
+    """Lock the job of an unresolved callback; its row and CEL expressions."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(query("job_callback_lock", schema), {"callback_id": callback_id})
+        rec = cur.fetchone()
+    if rec is None:
+        return None
+    return JobRow.from_record(rec), CallbackExpressions.from_record(rec)
+
+
+def _resolved(
+    conn: Connection[Any], name: str, schema: str, params: dict[str, Any]
+) -> JobRow | None:
+    params["callback_channel"] = callback_channel(schema)
+    rows = _rows(conn, name, schema, params)
+    return rows[0] if rows else None
+
+
+def job_callback_complete(
+    conn: Connection[Any], schema: str, *, callback_id: UUID, payload: str | None
+) -> JobRow | None:
+    """Complete the job of ``callback_id`` storing ``payload`` (JSON); None if not found."""
+    return _resolved(
+        conn, "job_callback_complete", schema, {"callback_id": callback_id, "payload": payload}
+    )
+
+
+def job_callback_fail(
+    conn: Connection[Any],
+    schema: str,
+    *,
+    callback_id: UUID,
+    error: str,
+    expression: str | None,
+) -> JobRow | None:
+    """Fail the job of ``callback_id`` for good; None if not found."""
+    return _resolved(
+        conn,
+        "job_callback_fail",
+        schema,
+        {"callback_id": callback_id, "error": error, "expression": expression},
+    )
+
+
+def job_callback_retry(
+    conn: Connection[Any], schema: str, *, callback_id: UUID, error: str
+) -> JobRow | None:
+    """Make the parked job of ``callback_id`` available now; None if not found."""
+    return _resolved(
+        conn,
+        "job_callback_retry",
+        schema,
+        {"callback_id": callback_id, "error": error, "channel": channel(schema)},
+    )
+
+
+def job_callback_resume(
+    conn: Connection[Any], schema: str, *, callback_id: UUID, payload: str
+) -> JobRow | None:
+    """Hand ``payload`` (JSON) to the handler waiting on ``callback_id``; None if not found."""
+    return _resolved(
+        conn, "job_callback_resume", schema, {"callback_id": callback_id, "payload": payload}
+    )
+
+
+def job_callback_heartbeat(
+    conn: Connection[Any], schema: str, *, callback_id: UUID, timeout: float
+) -> JobRow | None:
+    """Extend the timeout of ``callback_id`` to now + ``timeout``; None if not found."""
+    rows = _rows(
+        conn, "job_callback_heartbeat", schema, {"callback_id": callback_id, "timeout": timeout}
+    )
+    return rows[0] if rows else None
+
+
+def outbox_insert(
+    conn: Connection[Any], schema: str, *, job_id: int, outcome: str, detail: dict[str, Any]
+) -> None:
+    """Leave the outbox row of a transition of ``job_id`` made in this transaction."""
+    conn.execute(
+        query("outbox_insert", schema),
+        {"id": job_id, "outcome": outcome, "detail": json.dumps(detail)},
+    )

@@ -6,12 +6,14 @@ import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row
 
 from wai._sql import query, validate_schema
 from wai.admin import QueueStats
+from wai.callbacks import CallbackExpressions
 from wai.inserts import NewJob
 from wai.instances import RuntimeInstance
 from wai.job import JobRow, JobState
@@ -19,9 +21,20 @@ from wai.migrate import Migration, ledger_sql, lock_key, pending
 from wai.outcomes import Outcome
 
 __all__ = [
+    "callback_channel",
     "cancel_channel",
     "channel",
     "job_age_priority",
+    "job_callback_complete",
+    "job_callback_fail",
+    "job_callback_heartbeat",
+    "job_callback_lock",
+    "job_callback_park_in_place",
+    "job_callback_register",
+    "job_callback_resume",
+    "job_callback_retry",
+    "job_callback_take",
+    "job_callback_unpark",
     "job_cancel",
     "job_claim",
     "job_delete_finalized",
@@ -42,6 +55,7 @@ __all__ = [
     "outbox_backoff",
     "outbox_delete",
     "outbox_dispatched_specs",
+    "outbox_insert",
     "outbox_list",
     "outbox_lock_due",
     "queue_drain",
@@ -67,6 +81,14 @@ def cancel_channel(schema: str) -> str:
     The payload is ``{"job_id": ..., "run_lease": ...}``.
     """
     return f"{validate_schema(schema)}.cancel"
+
+
+def callback_channel(schema: str) -> str:
+    """The NOTIFY channel that wakes a handler waiting in place for its callback.
+
+    The payload is ``{"job_id": ..., "run_lease": ...}`` of the resolved job.
+    """
+    return f"{validate_schema(schema)}.callback"
 
 
 async def _rows(
@@ -258,6 +280,7 @@ async def job_finalize_many(
             "terminal": [o.terminal for o in outcomes],
             "attempt_delta": [o.attempt_delta for o in outcomes],
             "progress": [o.progress for o in outcomes],
+            "callback_id": [o.callback_id for o in outcomes],
         },
     )
 
@@ -528,3 +551,150 @@ async def outbox_list(
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(query("outbox_list", schema), {"limit": limit})
         return await cur.fetchall()
+
+
+# -- external callbacks ------------------------------------------------------------------
+
+
+async def job_callback_register(
+    conn: AsyncConnection[Any],
+    schema: str,
+    *,
+    job_id: int,
+    run_lease: int,
+    callback_id: UUID,
+    timeout: float,
+    expressions: CallbackExpressions,
+) -> datetime | None:
+    """Give a running attempt a callback; its timeout, or None when the attempt is stale."""
+    cur = await conn.execute(
+        query("job_callback_register", schema),
+        {
+            "id": job_id,
+            "run_lease": run_lease,
+            "callback_id": callback_id,
+            "timeout": timeout,
+            "filter": expressions.filter,
+            "on_complete": expressions.on_complete,
+            "on_fail": expressions.on_fail,
+            "transform": expressions.transform,
+        },
+    )
+    row = await cur.fetchone()
+    return row[0] if row else None
+
+
+async def job_callback_park_in_place(
+    conn: AsyncConnection[Any], schema: str, *, job_id: int, run_lease: int, callback_id: UUID
+) -> bool:
+    """Mark a handler waiting for ``callback_id`` as waiting_external; False if nothing matched."""
+    cur = await conn.execute(
+        query("job_callback_park_in_place", schema),
+        {"id": job_id, "run_lease": run_lease, "callback_id": callback_id},
+    )
+    return await cur.fetchone() is not None
+
+
+async def job_callback_unpark(
+    conn: AsyncConnection[Any], schema: str, *, job_id: int, run_lease: int
+) -> None:
+    """Put a handler that stopped waiting back to running."""
+    await conn.execute(query("job_callback_unpark", schema), {"id": job_id, "run_lease": run_lease})
+
+
+async def job_callback_take(
+    conn: AsyncConnection[Any], schema: str, *, job_id: int, run_lease: int
+) -> dict[str, Any] | None:
+    """The state, run_lease and callback_id of a job, and its resume payload if ``taken``."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
+            query("job_callback_take", schema), {"id": job_id, "run_lease": run_lease}
+        )
+        return await cur.fetchone()
+
+
+async def job_callback_lock(
+    conn: AsyncConnection[Any], schema: str, callback_id: UUID
+) -> tuple[JobRow, CallbackExpressions] | None:
+    """Lock the job of an unresolved callback; its row and CEL expressions."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(query("job_callback_lock", schema), {"callback_id": callback_id})
+        rec = await cur.fetchone()
+    if rec is None:
+        return None
+    return JobRow.from_record(rec), CallbackExpressions.from_record(rec)
+
+
+async def _resolved(
+    conn: AsyncConnection[Any], name: str, schema: str, params: dict[str, Any]
+) -> JobRow | None:
+    params["callback_channel"] = callback_channel(schema)
+    rows = await _rows(conn, name, schema, params)
+    return rows[0] if rows else None
+
+
+async def job_callback_complete(
+    conn: AsyncConnection[Any], schema: str, *, callback_id: UUID, payload: str | None
+) -> JobRow | None:
+    """Complete the job of ``callback_id`` storing ``payload`` (JSON); None if not found."""
+    return await _resolved(
+        conn, "job_callback_complete", schema, {"callback_id": callback_id, "payload": payload}
+    )
+
+
+async def job_callback_fail(
+    conn: AsyncConnection[Any],
+    schema: str,
+    *,
+    callback_id: UUID,
+    error: str,
+    expression: str | None,
+) -> JobRow | None:
+    """Fail the job of ``callback_id`` for good; None if not found."""
+    return await _resolved(
+        conn,
+        "job_callback_fail",
+        schema,
+        {"callback_id": callback_id, "error": error, "expression": expression},
+    )
+
+
+async def job_callback_retry(
+    conn: AsyncConnection[Any], schema: str, *, callback_id: UUID, error: str
+) -> JobRow | None:
+    """Make the parked job of ``callback_id`` available now; None if not found."""
+    return await _resolved(
+        conn,
+        "job_callback_retry",
+        schema,
+        {"callback_id": callback_id, "error": error, "channel": channel(schema)},
+    )
+
+
+async def job_callback_resume(
+    conn: AsyncConnection[Any], schema: str, *, callback_id: UUID, payload: str
+) -> JobRow | None:
+    """Hand ``payload`` (JSON) to the handler waiting on ``callback_id``; None if not found."""
+    return await _resolved(
+        conn, "job_callback_resume", schema, {"callback_id": callback_id, "payload": payload}
+    )
+
+
+async def job_callback_heartbeat(
+    conn: AsyncConnection[Any], schema: str, *, callback_id: UUID, timeout: float
+) -> JobRow | None:
+    """Extend the timeout of ``callback_id`` to now + ``timeout``; None if not found."""
+    rows = await _rows(
+        conn, "job_callback_heartbeat", schema, {"callback_id": callback_id, "timeout": timeout}
+    )
+    return rows[0] if rows else None
+
+
+async def outbox_insert(
+    conn: AsyncConnection[Any], schema: str, *, job_id: int, outcome: str, detail: dict[str, Any]
+) -> None:
+    """Leave the outbox row of a transition of ``job_id`` made in this transaction."""
+    await conn.execute(
+        query("outbox_insert", schema),
+        {"id": job_id, "outcome": outcome, "detail": json.dumps(detail)},
+    )

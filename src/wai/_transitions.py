@@ -10,12 +10,20 @@ from psycopg import Connection
 
 from wai import _db as db
 from wai import _producer as producer
+from wai.callbacks import (
+    Resolved,
+    ResolveRequest,
+    decide_resolution,
+    payload_json,
+    resolution_outcome,
+)
 from wai.errors import FollowUpError, WaiError
 from wai.followups import Applied, plan_followups
+from wai.job import JobRow
 from wai.outcomes import Outcome
 from wai.registry import Registry
 
-__all__ = ["apply_outcomes"]
+__all__ = ["apply_outcomes", "apply_resolution"]
 
 
 class _Rejected(Exception):
@@ -73,3 +81,82 @@ def apply_outcomes(
         applied.followups.extend(inserted)
         return applied
     return applied
+
+
+def _resolve_row(conn: Connection[Any], schema: str, req: ResolveRequest) -> JobRow | None:
+    cid = req.callback_id
+    match req.action:
+        case "complete":
+            return db.job_callback_complete(conn, schema, callback_id=cid, payload=req.payload)
+        case "fail":
+            return db.job_callback_fail(
+                conn, schema, callback_id=cid, error=req.error or "", expression=req.expression
+            )
+        case "retry":
+            return db.job_callback_retry(conn, schema, callback_id=cid, error=req.error or "")
+        case "resume":
+            return db.job_callback_resume(
+                conn, schema, callback_id=cid, payload=req.payload or "null"
+            )
+        case _:
+            assert req.action == "heartbeat"
+            assert req.timeout is not None
+            return db.job_callback_heartbeat(conn, schema, callback_id=cid, timeout=req.timeout)
+
+
+def _followups(
+    conn: Connection[Any], schema: str, registry: Registry, row: JobRow, outcome: Outcome
+) -> list[JobRow]:
+    if not registry.specs_for(row.kind, outcome.event):
+        # No spec here (a CLI, a bare web process): the durable record of the outcome,
+        # dispatched later by a process that holds the specs.
+        detail = {"error": outcome.error or "", "reason": outcome.reason or ""}
+        db.outbox_insert(conn, schema, job_id=row.id, outcome=outcome.event, detail=detail)
+        return []
+    plan = plan_followups(registry, [row], {row.id: outcome})
+    if plan.failed:
+        raise plan.failed[row.id]
+    try:
+        return producer.insert_batch(conn, schema, plan.jobs)
+    except WaiError as exc:
+        raise FollowUpError(f"follow-up insert failed: {exc}") from exc
+
+
+def apply_resolution(
+    conn: Connection[Any], schema: str, registry: Registry, req: ResolveRequest
+) -> Resolved:
+    """Apply one callback resolution and its follow-ups, committing both or neither.
+
+    The guarded update matches the unresolved callback id (else
+    :class:`wai.CallbackNotFound`). When ``registry`` holds specs for the job's
+    kind and outcome they run in the same transaction, and a failing spec rolls
+    the resolution back (:class:`wai.FollowUpError`: the sender can retry);
+    otherwise an outbox row is left in the same transaction. On a caller's open
+    transaction this is a savepoint of it.
+    """
+    with conn.transaction():
+        if req.action == "resolve":
+            locked = db.job_callback_lock(conn, schema, req.callback_id)
+            if locked is None:
+                raise req.not_found()
+            row, expressions = locked
+            decision = decide_resolution(expressions, req.payload, req.default_action)
+            if decision.action == "ignore":
+                return Resolved(row=row, outcome=None, action="ignored")
+            req = ResolveRequest(
+                action=decision.action,
+                callback_id=req.callback_id,
+                payload=payload_json(decision.payload, keep_none=False),
+                error=decision.error,
+                expression=decision.expression,
+            )
+            payload = decision.payload
+        else:
+            payload = None
+        changed = _resolve_row(conn, schema, req)
+        if changed is None:
+            raise req.not_found()
+        outcome = resolution_outcome(req.action, changed, req.error)
+        if outcome is not None:
+            _followups(conn, schema, registry, changed, outcome)
+    return Resolved(row=changed, outcome=outcome, action=req.action, payload=payload)

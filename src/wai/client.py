@@ -9,6 +9,7 @@ from typing import Any
 
 from wai._client_base import ClientBase
 from wai._client_base_async import AsyncClientBase
+from wai.callbacks import Resolved
 from wai.errors import ValidationError
 from wai.queues import QueueConfig, normalize_queues
 from wai.worker import Runtime, RuntimeSettings
@@ -108,6 +109,13 @@ class AsyncClient(AsyncClientBase):
         """Shut the workers down (if running) and close the pool."""
         await self.shutdown()
         await super().close()
+
+    def _resolved(self, resolved: Resolved) -> None:
+        # Hooks of a callback resolution fire in this process when it runs a runtime
+        # (the hook dispatcher lives there); otherwise there is nowhere to run them.
+        runtime = self._runtime
+        if runtime is not None and not runtime.stopped and resolved.outcome is not None:
+            runtime.hooks.resolved(resolved.outcome, resolved.row)
 
 
 class Client(ClientBase):

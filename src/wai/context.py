@@ -3,19 +3,37 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
+from uuid import UUID
 
-from wai.errors import ValidationError
+from wai.callbacks import CallbackExpressions, check_timeout, compile_expressions
+from wai.errors import StaleAttempt, ValidationError
 from wai.job import JobRow, JobState, Trigger
 from wai.kinds import dumps
+from wai.results import CallbackToken
 
-__all__ = ["AttemptState", "Job"]
+__all__ = ["AttemptState", "CallbackOps", "Job"]
 
 T = TypeVar("T")
+
+
+class CallbackOps(Protocol):
+    """What the worker runtime provides for a handler's callbacks (``wai.worker``)."""
+
+    async def register(
+        self, state: AttemptState, *, timeout: float, expressions: CallbackExpressions
+    ) -> CallbackToken:
+        """Write a fresh callback id under the attempt's lease guard."""
+        ...
+
+    async def wait(self, state: AttemptState, token: CallbackToken, timeout: float | None) -> Any:
+        """Wait in place until ``resume_external`` hands over a payload."""
+        ...
 
 
 class AttemptState:
@@ -29,12 +47,30 @@ class AttemptState:
         self.max_attempts = row.max_attempts
         self.started = time.monotonic()
         self.finished: float | None = None
+        self.release: Callable[[], None] | None = None
         self.loop = loop
         self.cancelled = threading.Event()
         self.progress: dict[str, Any] | None = dict(row.progress) if row.progress else None
         self.dirty = False
         self.lock = threading.Lock()
         self.flush: Callable[[AttemptState], Coroutine[Any, Any, bool]] | None = None
+        self.callbacks: CallbackOps | None = None
+        #: The callback registered and not yet consumed by a wait (what a park needs).
+        self.callback_id: UUID | None = None
+        #: Waits of a sync handler's thread, cancelled when the attempt is abandoned.
+        self.sync_waits: set[concurrent.futures.Future[Any]] = set()
+        self.abandoned = False
+
+    def abandon(self) -> None:
+        """The attempt is over for the worker (deadline, shutdown): stop it cooperatively.
+
+        ``is_cancelled()`` turns true and a sync handler blocked in
+        ``wait_for_callback_sync`` gets :class:`wai.StaleAttempt` at once.
+        """
+        self.abandoned = True
+        self.cancelled.set()
+        for fut in list(self.sync_waits):
+            fut.cancel()
 
     def progress_json(self, *, take: bool) -> str | None:
         """The progress as JSON when it changed since the last write (``take`` marks it written)."""
@@ -201,3 +237,88 @@ class Job(Generic[T]):
             return True
         fut = asyncio.run_coroutine_threadsafe(flush(self._state), self._state.loop)
         return fut.result()
+
+    # -- external callbacks -----------------------------------------------------------
+
+    def _ops(self) -> CallbackOps:
+        ops = self._state.callbacks
+        if ops is None:
+            raise ValidationError("callbacks work only in a handler run by a wai worker")
+        return ops
+
+    async def register_callback(
+        self,
+        timeout: float = 3600,
+        *,
+        filter: str | None = None,
+        on_complete: str | None = None,
+        on_fail: str | None = None,
+        transform: str | None = None,
+    ) -> CallbackToken:
+        """Register an external callback for this attempt and return its token.
+
+        The fresh ``token.id`` is written under the attempt's lease guard before
+        this returns, so it can be handed to the outside world at once; a later
+        call replaces it. ``timeout`` (seconds) bounds the wait: past it,
+        maintenance rescues the parked job (retryable with backoff, or failed on
+        its last attempt). ``filter``, ``on_complete``, ``on_fail`` and
+        ``transform`` are CEL expressions over ``payload`` for
+        ``resolve_callback`` (need ``wai[cel]``), checked here. Raises
+        :class:`wai.StaleAttempt` when this attempt no longer owns the job.
+        """
+        seconds = check_timeout(timeout)
+        expressions = compile_expressions(
+            filter=filter, on_complete=on_complete, on_fail=on_fail, transform=transform
+        )
+        return await self._ops().register(self._state, timeout=seconds, expressions=expressions)
+
+    def register_callback_sync(
+        self,
+        timeout: float = 3600,
+        *,
+        filter: str | None = None,
+        on_complete: str | None = None,
+        on_fail: str | None = None,
+        transform: str | None = None,
+    ) -> CallbackToken:
+        """:meth:`register_callback` for plain ``def`` handlers running in a worker thread."""
+        seconds = check_timeout(timeout)
+        expressions = compile_expressions(
+            filter=filter, on_complete=on_complete, on_fail=on_fail, transform=transform
+        )
+        coro = self._ops().register(self._state, timeout=seconds, expressions=expressions)
+        return asyncio.run_coroutine_threadsafe(coro, self._state.loop).result()
+
+    async def wait_for_callback(self, token: CallbackToken, timeout: float | None = None) -> Any:
+        """Wait in place until ``resume_external(token.id, payload)``; return the payload.
+
+        The attempt keeps its slot, run lease and heartbeat; the job shows as
+        ``waiting_external`` meanwhile. Register a new callback for each further
+        step. Raises :class:`TimeoutError` after ``timeout`` seconds (the job is
+        ``running`` again and the callback stays registered), and
+        :class:`wai.StaleAttempt` when the job moved on instead (completed,
+        failed or retried by another resolution, cancelled, rescued on callback
+        timeout).
+        """
+        if timeout is not None:
+            timeout = check_timeout(timeout)
+        return await self._ops().wait(self._state, token, timeout)
+
+    def wait_for_callback_sync(self, token: CallbackToken, timeout: float | None = None) -> Any:
+        """:meth:`wait_for_callback` for plain ``def`` handlers running in a worker thread."""
+        if timeout is not None:
+            timeout = check_timeout(timeout)
+        state = self._state
+        fut = asyncio.run_coroutine_threadsafe(self._ops().wait(state, token, timeout), state.loop)
+        state.sync_waits.add(fut)
+        if state.abandoned:  # abandoned before the wait was registered
+            fut.cancel()
+        try:
+            return fut.result()
+        except concurrent.futures.CancelledError:
+            raise StaleAttempt(
+                f"job {state.job_id}: the attempt was abandoned (deadline or shutdown) "
+                "while waiting for its callback"
+            ) from None
+        finally:
+            state.sync_waits.discard(fut)

@@ -11,6 +11,7 @@ Every exception subclasses :class:`WaiError`::
     ├── JobNotFound            no job with that id
     ├── InvalidStateError      an operator action does not apply to the job's state
     ├── CallbackNotFound       unknown, stale or already-resolved callback id
+    ├── StaleAttempt           this attempt no longer owns its job (fenced by its run lease)
     ├── FollowUpError          a follow-up spec failed
     ├── DatabaseError          PostgreSQL failed in a way wai cannot hide
     └── TerminalError          raised by a handler: fail the job now, no retry
@@ -26,6 +27,7 @@ __all__ = [
     "JobNotFound",
     "SchemaNotMigrated",
     "SerializationError",
+    "StaleAttempt",
     "TerminalError",
     "UniqueConflict",
     "UnknownJobKind",
@@ -83,6 +85,14 @@ class InvalidStateError(WaiError):
 
 class CallbackNotFound(WaiError, LookupError):
     """The callback id is unknown, stale, or already resolved."""
+
+
+class StaleAttempt(WaiError):
+    """The attempt no longer owns its job: rescued, cancelled, resolved elsewhere or re-claimed.
+
+    Raised inside a handler by ``job.register_callback`` and ``job.wait_for_callback``;
+    whatever the attempt returns afterwards is discarded by the run-lease guard.
+    """
 
 
 class FollowUpError(WaiError):

@@ -55,7 +55,12 @@ class Trigger:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobRow:
-    """A frozen snapshot of one committed job row."""
+    """A frozen snapshot of one committed job row.
+
+    ``callback_result`` is the payload an external callback resolution left: the
+    one ``complete_external`` (or ``resolve_callback``) completed the job with,
+    or a ``resume_external`` payload not yet taken by the waiting handler.
+    """
 
     id: int
     kind: str
@@ -81,6 +86,7 @@ class JobRow:
     run_lease: int
     progress: dict[str, Any] | None
     trigger: Trigger | None
+    callback_result: Any = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> JobRow:
@@ -138,4 +144,5 @@ class JobRow:
             run_lease=rec["run_lease"],
             progress=rec.get("progress"),
             trigger=trigger,
+            callback_result=rec.get("callback_result"),
         )

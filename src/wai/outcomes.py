@@ -5,10 +5,11 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 from wai.errors import FollowUpError, TerminalError
 from wai.job import JobState
-from wai.results import Cancel, RetryAfter, Snooze, WaitForCallback
+from wai.results import CallbackToken, Cancel, RetryAfter, Snooze, WaitForCallback
 from wai.retry import backoff
 
 __all__ = ["Outcome", "decide", "describe_exception"]
@@ -21,7 +22,8 @@ class Outcome:
     ``event`` names the lifecycle outcome (completed, retried, exhausted,
     cancelled, snoozed, waiting_for_callback) that hooks and follow-up specs key
     on. ``followup_failure`` marks the outcome that records a failed follow-up
-    spec; if its own specs fail too, the job is left for rescue.
+    spec; if its own specs fail too, the job is left for rescue. ``callback_id``
+    is the registered callback a park (``waiting_for_callback``) must still hold.
     """
 
     job_id: int
@@ -35,6 +37,7 @@ class Outcome:
     progress: str | None = None
     reason: str | None = None
     followup_failure: bool = False
+    callback_id: UUID | None = None
 
 
 def describe_exception(exc: BaseException, *, limit: int = 10) -> str:
@@ -76,8 +79,13 @@ def decide(
     max_attempts: int,
     result: Any = None,
     exc: BaseException | None = None,
+    callback_id: UUID | None = None,
 ) -> Outcome:
-    """Map a handler's return value or exception to the outcome of its attempt."""
+    """Map a handler's return value or exception to the outcome of its attempt.
+
+    ``callback_id`` is the callback the attempt registered and has not consumed:
+    ``WaitForCallback`` parks only with a token of that callback.
+    """
     if exc is not None:
         if isinstance(exc, TerminalError):
             return Outcome(
@@ -123,14 +131,7 @@ def decide(
             reason=result.reason,
         )
     if isinstance(result, WaitForCallback):
-        return Outcome(
-            job_id=job_id,
-            run_lease=run_lease,
-            state=JobState.FAILED,
-            event="exhausted",
-            terminal=True,
-            error="WaitForCallback is not supported by this version of wai",
-        )
+        return _park(job_id, run_lease, result.token, callback_id)
     return Outcome(
         job_id=job_id,
         run_lease=run_lease,
@@ -141,4 +142,39 @@ def decide(
             f"handler returned {type(result).__name__}; return None, wai.RetryAfter, "
             "wai.Snooze, wai.Cancel or wai.WaitForCallback, or raise"
         ),
+    )
+
+
+def _park(job_id: int, run_lease: int, token: object, callback_id: UUID | None) -> Outcome:
+    problem: str | None = None
+    if not isinstance(token, CallbackToken):
+        problem = f"WaitForCallback needs a wai.CallbackToken, got {type(token).__name__}"
+    elif (token.job_id, token.run_lease) != (job_id, run_lease):
+        problem = (
+            f"WaitForCallback got the token of job {token.job_id} (run lease "
+            f"{token.run_lease}), not of this attempt (job {job_id}, run lease {run_lease})"
+        )
+    elif callback_id is None or token.id != callback_id:
+        problem = (
+            "WaitForCallback without a registered callback: call "
+            "`token = await job.register_callback(...)` in this attempt and return "
+            "wai.WaitForCallback(token) (a callback consumed by wait_for_callback or "
+            "replaced by a later register_callback cannot park the job)"
+        )
+    if problem is not None:
+        return Outcome(
+            job_id=job_id,
+            run_lease=run_lease,
+            state=JobState.FAILED,
+            event="exhausted",
+            terminal=True,
+            error=problem,
+        )
+    assert isinstance(token, CallbackToken)
+    return Outcome(
+        job_id=job_id,
+        run_lease=run_lease,
+        state=JobState.WAITING_EXTERNAL,
+        event="waiting_for_callback",
+        callback_id=token.id,
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from uuid import UUID
 
 from wai.errors import ValidationError
 
@@ -44,16 +44,26 @@ class Cancel:
 
 @dataclass(frozen=True, slots=True)
 class CallbackToken:
-    """A registered external callback; ``id`` is what the outside system sends back."""
+    """A registered external callback, from ``job.register_callback()``.
 
-    id: Any
+    ``id`` is the callback id to hand to the external system, which sends it back
+    with its answer (``complete_external(id, ...)``, ``resume_external(id, ...)``…).
+    ``job_id`` and ``run_lease`` name the attempt that registered it.
+    """
+
+    id: UUID
     job_id: int
     run_lease: int
 
 
 @dataclass(frozen=True, slots=True)
 class WaitForCallback:
-    """Park the job in ``waiting_external`` until the callback ``token`` is resolved."""
+    """Park the job in ``waiting_external`` until the callback ``token`` is resolved.
+
+    The attempt ends and frees its slot; heartbeat and deadline are cleared and
+    only the callback timeout guards the job. ``token`` must come from
+    ``job.register_callback()`` in the same attempt.
+    """
 
     token: CallbackToken
 

@@ -181,7 +181,12 @@ async def test_sweeper_killed_mid_dispatch_loses_and_duplicates_nothing(
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
-    await wait_for(lambda: make_sweeper(aclient).run_once(), timeout=10, what="dispatch")
+
+    async def dispatched() -> int:
+        # The killed sweeper's row lock lasts until PostgreSQL notices its backend is gone.
+        return (await make_sweeper(aclient).run_once()).dispatched
+
+    await wait_for(dispatched, timeout=10, what="dispatch")
     follows = await aclient.list_jobs(trigger_job_id=row.id)
     assert len(follows) == 1
     assert await fetch(aclient, "SELECT count(*) FROM wai.outbox") == [(0,)]

@@ -1,14 +1,16 @@
 from __future__ import annotations
 
 import math
+import uuid
 from typing import Any
+from uuid import UUID
 
 import pytest
 
 from wai.errors import TerminalError, ValidationError
 from wai.job import JobState
 from wai.outcomes import Outcome, decide, describe_exception
-from wai.results import Cancel, RetryAfter, Snooze
+from wai.results import CallbackToken, Cancel, RetryAfter, Snooze, WaitForCallback
 
 
 def run(result: Any = None, *, exc: BaseException | None = None, attempt: int = 1) -> Outcome:
@@ -142,3 +144,48 @@ def test_retry_after_and_snooze_reject_bad_seconds(seconds: Any) -> None:
         RetryAfter(seconds)
     with pytest.raises(ValidationError, match=r"Snooze\(seconds\)"):
         Snooze(seconds)
+
+
+def test_wait_for_callback_parks_with_the_registered_callback() -> None:
+    cid = uuid.uuid4()
+    token = CallbackToken(id=cid, job_id=11, run_lease=3)
+    out = decide(
+        job_id=11,
+        run_lease=3,
+        attempt=1,
+        max_attempts=3,
+        result=WaitForCallback(token),
+        callback_id=cid,
+    )
+    assert (out.state, out.event, out.callback_id, out.error) == (
+        JobState.WAITING_EXTERNAL,
+        "waiting_for_callback",
+        cid,
+        None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("token", "registered", "message"),
+    [
+        (CallbackToken(id=UUID(int=1), job_id=11, run_lease=3), None, "without a registered"),
+        (CallbackToken(id=UUID(int=1), job_id=11, run_lease=3), UUID(int=2), "without a regist"),
+        (CallbackToken(id=UUID(int=1), job_id=12, run_lease=3), UUID(int=1), "token of job 12"),
+        (CallbackToken(id=UUID(int=1), job_id=11, run_lease=2), UUID(int=1), "run lease 2"),
+        ("not a token", UUID(int=1), "needs a wai.CallbackToken"),
+    ],
+)
+def test_wait_for_callback_without_its_callback_fails_terminally(
+    token: Any, registered: UUID | None, message: str
+) -> None:
+    out = decide(
+        job_id=11,
+        run_lease=3,
+        attempt=1,
+        max_attempts=3,
+        result=WaitForCallback(token),
+        callback_id=registered,
+    )
+    assert (out.state, out.event, out.terminal) == (JobState.FAILED, "exhausted", True)
+    assert out.error is not None
+    assert message in out.error

@@ -66,6 +66,8 @@ async def _call(
     done, _ = await asyncio.wait({fut}, timeout=deadline)
     if not done:
         fut.add_done_callback(_consume)  # the late result or error goes nowhere
+        # Still queued behind busy threads? Then it never starts: its attempt is over.
+        fut.cancel()
         raise _DeadlineExceeded
     return fut.result()
 
@@ -94,7 +96,7 @@ async def execute(
     try:
         result = await _call(task.fn, job, task.is_async, threads, deadline)
     except _DeadlineExceeded:
-        state.cancelled.set()
+        state.abandon()
         timeout_error = TimeoutError(f"deadline of {deadline:g}s exceeded")
         return _with_progress(
             decide(
@@ -117,6 +119,7 @@ async def execute(
             attempt=row.attempt,
             max_attempts=row.max_attempts,
             result=result,
+            callback_id=state.callback_id,
         ),
         state,
     )

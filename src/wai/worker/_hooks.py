@@ -96,6 +96,13 @@ class HookDispatcher:
             if event is not None:
                 self.emit(event)
 
+    def resolved(self, outcome: Outcome, row: JobRow) -> None:
+        """Emit the event of a callback resolution this process committed (duration 0)."""
+        if self.wanted(row.kind):
+            event = event_for(outcome, row, self._args(row), 0.0)
+            if event is not None:
+                self.emit(event)
+
     def rescued(self, rows: Sequence[tuple[JobRow, str]]) -> None:
         """Emit ``Rescued`` for rows this process rescued."""
         for row, reason in rows:

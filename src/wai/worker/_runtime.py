@@ -27,6 +27,7 @@ from wai.maintenance import (
 from wai.maintenance._service import stop_tasks
 from wai.outcomes import Outcome
 from wai.queues import QueueConfig
+from wai.worker._callbacks import AttemptCallbacks
 from wai.worker._executor import execute, shutdown_outcome
 from wai.worker._finalizer import Finalizer
 from wai.worker._heartbeat import Heartbeater
@@ -72,6 +73,7 @@ class Runtime:
         self.recorder = Recorder(self)
         self.hooks = HookDispatcher(client.registry)
         self.sweeper: OutboxSweeper | None = None
+        self.callbacks = AttemptCallbacks(client.pool, client.schema, settings.poll_interval)
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -120,7 +122,10 @@ class Runtime:
             db.channel(schema),
             self._on_notify,
             self._wake_all,
-            subscriptions={db.cancel_channel(schema): self._on_cancel},
+            subscriptions={
+                db.cancel_channel(schema): self._on_cancel,
+                db.callback_channel(schema): self.callbacks.notify,
+            },
         )
         loops: list[tuple[str, Any]] = [
             ("hooks", self.hooks.run_forever()),
@@ -262,6 +267,7 @@ class Runtime:
     def _launch(self, row: JobRow, producer: QueueProducer) -> None:
         state = AttemptState(row, asyncio.get_running_loop())
         state.flush = self._flush_progress
+        state.callbacks = self.callbacks
         self.attempts[(row.id, row.run_lease)] = state
         self.hooks.started(row)
         task = asyncio.create_task(self._run_attempt(row, state, producer))
@@ -275,6 +281,7 @@ class Runtime:
                 row, state, self.client.registry, self._threads, producer.config.deadline
             )
         except asyncio.CancelledError:
+            state.abandon()  # a sync handler blocked in wait_for_callback_sync stops too
             outcome = shutdown_outcome(row, state)
         except Exception as exc:  # the executor never raises; this is a bug guard
             logger.exception("wai: executor failed on job %s", row.id)
@@ -283,15 +290,20 @@ class Runtime:
             )
         finally:
             state.finished = time.monotonic()
-            producer.release()
+            # The slot stays taken until the outcome commits: claims never outrun the
+            # finalizer, and the rows a process holds running stay within its concurrency.
+            state.release = producer.release
             self._handlers.pop(asyncio.current_task(), None)  # type: ignore[arg-type]
         self._finalizer.submit(outcome, state)
 
     def _committed(
         self, batch: Sequence[tuple[Outcome, AttemptState]], rows: Sequence[JobRow]
     ) -> None:
-        for outcome, _ in batch:
+        for outcome, state in batch:
             self.attempts.pop((outcome.job_id, outcome.run_lease), None)
+            release, state.release = state.release, None
+            if release is not None:
+                release()
         self.hooks.committed(batch, rows)
 
     async def _flush_progress(self, state: AttemptState) -> bool:
@@ -314,6 +326,9 @@ class Runtime:
         # An operator cancelled (or retried) a job: if that very attempt runs here, its
         # is_cancelled() flips now rather than at its next heartbeat.
         attempt = parse_cancel(payload)
-        state = self.attempts.get(attempt) if attempt is not None else None
+        if attempt is None:
+            return
+        state = self.attempts.get(attempt)
         if state is not None:
             state.cancelled.set()
+            self.callbacks.wake(attempt)  # a wait in place looks at its row now

@@ -110,8 +110,11 @@ WHERE j.id = picked.id
 RETURNING j.*;
 
 -- name: job_finalize_many :many
--- Apply a batch of attempt outcomes, each guarded by (id, state = 'running', run_lease).
--- Stale attempts match nothing and are left out of the result.
+-- Apply a batch of attempt outcomes, each guarded by its attempt: (id, run_lease) and the
+-- row still running (or waiting in place for a callback: waiting_external with a
+-- heartbeat). A park (state waiting_external) also needs state running and the callback
+-- id the handler registered: a resolution that beat the park leaves it nothing to match.
+-- Every other outcome clears the callback. Stale attempts are left out of the result.
 UPDATE {schema}.jobs AS j
 SET state = o.state::{schema}.job_state,
     attempt = j.attempt + o.attempt_delta,
@@ -126,22 +129,32 @@ SET state = o.state::{schema}.job_state,
                       || CASE WHEN o.terminal THEN '{"terminal": true}'::jsonb
                               ELSE '{}'::jsonb END) END,
     progress = CASE WHEN o.state = 'completed' THEN NULL
-                    ELSE coalesce(o.progress::jsonb, j.progress) END
+                    ELSE coalesce(o.progress::jsonb, j.progress) END,
+    callback_id = CASE WHEN o.state = 'waiting_external' THEN j.callback_id END,
+    callback_timeout_at = CASE WHEN o.state = 'waiting_external' THEN j.callback_timeout_at END,
+    callback_result = CASE WHEN o.state = 'waiting_external' THEN j.callback_result END
 FROM unnest(
     %(id)s::bigint[], %(run_lease)s::bigint[], %(state)s::text[], %(delay)s::float8[],
-    %(error)s::text[], %(terminal)s::bool[], %(attempt_delta)s::int[], %(progress)s::text[]
-) AS o(id, run_lease, state, delay, error, terminal, attempt_delta, progress)
-WHERE j.id = o.id AND j.state = 'running' AND j.run_lease = o.run_lease
+    %(error)s::text[], %(terminal)s::bool[], %(attempt_delta)s::int[], %(progress)s::text[],
+    %(callback_id)s::uuid[]
+) AS o(id, run_lease, state, delay, error, terminal, attempt_delta, progress, callback_id)
+WHERE j.id = o.id AND j.run_lease = o.run_lease
+  AND (j.state = 'running'
+       OR (j.state = 'waiting_external' AND j.heartbeat_at IS NOT NULL
+           AND o.state <> 'waiting_external'))
+  AND (o.state <> 'waiting_external' OR j.callback_id = o.callback_id)
 RETURNING j.*;
 
 -- name: job_heartbeat_many :many
 -- Refresh the heartbeat (and any pending progress) of live attempts; returns the live ones.
+-- An attempt waiting in place for its callback (waiting_external with a heartbeat) is live.
 UPDATE {schema}.jobs AS j
 SET heartbeat_at = now(),
     progress = coalesce(h.progress::jsonb, j.progress)
 FROM unnest(%(id)s::bigint[], %(run_lease)s::bigint[], %(progress)s::text[])
     AS h(id, run_lease, progress)
-WHERE j.id = h.id AND j.state = 'running' AND j.run_lease = h.run_lease
+WHERE j.id = h.id AND j.run_lease = h.run_lease
+  AND (j.state = 'running' OR (j.state = 'waiting_external' AND j.heartbeat_at IS NOT NULL))
 RETURNING j.id, j.run_lease;
 
 -- name: job_promote_due :many
@@ -166,21 +179,26 @@ WHERE (SELECT count(*) FROM notified) >= 0
 GROUP BY queue;
 
 -- name: job_rescue :many
--- Close attempts whose worker is presumed dead (stale heartbeat), that outlived their
--- deadline, or whose external callback timed out: retryable with backoff, or failed
--- when that attempt was the last one. Each rescue leaves an outbox row, in the same
--- statement, for the Rescued follow-ups: no user code runs here.
+-- Close attempts whose worker is presumed dead (stale heartbeat, also of a handler
+-- waiting in place for its callback), that outlived their deadline, or whose external
+-- callback timed out: retryable with backoff, or failed when that attempt was the last
+-- one. Each rescue leaves an outbox row, in the same statement, for the Rescued
+-- follow-ups: no user code runs here.
 WITH due AS (
     SELECT id,
-           CASE WHEN state = 'waiting_external' THEN 'callback_timeout'
-                WHEN deadline_at < now() - make_interval(secs => %(deadline_grace)s)
+           CASE WHEN state = 'waiting_external' AND callback_timeout_at < now()
+                    THEN 'callback_timeout'
+                WHEN state = 'running'
+                     AND deadline_at < now() - make_interval(secs => %(deadline_grace)s)
                     THEN 'deadline_exceeded'
                 ELSE 'stale_heartbeat' END AS reason
     FROM {schema}.jobs
     WHERE (state = 'running'
            AND (heartbeat_at < now() - make_interval(secs => %(staleness)s)
                 OR deadline_at < now() - make_interval(secs => %(deadline_grace)s)))
-       OR (state = 'waiting_external' AND callback_timeout_at < now())
+       OR (state = 'waiting_external'
+           AND (callback_timeout_at < now()
+                OR heartbeat_at < now() - make_interval(secs => %(staleness)s)))
     ORDER BY id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED

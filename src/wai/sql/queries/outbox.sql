@@ -28,3 +28,12 @@ WHERE id = %(id)s;
 -- name: outbox_list :many
 -- Outbox rows for operators, oldest first.
 SELECT * FROM {schema}.outbox ORDER BY id LIMIT %(limit)s;
+
+-- name: outbox_insert :exec
+-- Leave the outbox row of one transition made in this transaction (the row as it is now):
+-- a callback resolution by a process that holds no spec for its kind and outcome.
+INSERT INTO {schema}.outbox (job_id, run_lease, kind, outcome, detail, job)
+SELECT j.id, j.run_lease, j.kind, %(outcome)s::text, %(detail)s::jsonb, to_jsonb(j)
+FROM {schema}.jobs AS j
+WHERE j.id = %(id)s
+ON CONFLICT (job_id, run_lease, outcome) DO NOTHING;

@@ -1,0 +1,218 @@
+"""Callback resolution methods shared by the async client (source of the sync client)."""
+
+from __future__ import annotations
+
+import functools
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any
+
+from psycopg import AsyncConnection
+
+from wai._transitions_async import apply_resolution
+from wai._translate import translate_errors
+from wai.callbacks import (
+    DEFAULT_ACTIONS,
+    RETRY_ERROR,
+    CallbackResolution,
+    Resolved,
+    ResolveRequest,
+    check_error,
+    check_timeout,
+    parse_callback_id,
+    payload_json,
+)
+from wai.errors import ValidationError
+from wai.job import JobRow
+from wai.kinds import dumps
+from wai.registry import Registry
+
+if TYPE_CHECKING:
+    from wai._client_base_async import AsyncTransaction
+
+__all__ = ["AsyncCallbackMixin"]
+
+
+def _complete(callback_id: object, payload: Any) -> ResolveRequest:
+    return ResolveRequest(
+        action="complete",
+        callback_id=parse_callback_id(callback_id),
+        payload=payload_json(payload, keep_none=False),
+    )
+
+
+def _fail(callback_id: object, error: object) -> ResolveRequest:
+    return ResolveRequest(
+        action="fail", callback_id=parse_callback_id(callback_id), error=check_error(error)
+    )
+
+
+def _retry(callback_id: object) -> ResolveRequest:
+    return ResolveRequest(
+        action="retry", callback_id=parse_callback_id(callback_id), error=RETRY_ERROR
+    )
+
+
+def _resume(callback_id: object, payload: Any) -> ResolveRequest:
+    return ResolveRequest(
+        action="resume",
+        callback_id=parse_callback_id(callback_id),
+        payload=payload_json(payload, keep_none=True),
+    )
+
+
+def _heartbeat(callback_id: object, timeout: object) -> ResolveRequest:
+    return ResolveRequest(
+        action="heartbeat",
+        callback_id=parse_callback_id(callback_id),
+        timeout=check_timeout(timeout),
+    )
+
+
+def _resolve(callback_id: object, payload: Any, default_action: object) -> ResolveRequest:
+    if default_action not in DEFAULT_ACTIONS:
+        raise ValidationError(
+            f"default_action must be one of {', '.join(DEFAULT_ACTIONS)}, got {default_action!r}"
+        )
+    dumps(payload, "callback payload")
+    return ResolveRequest(
+        action="resolve",
+        callback_id=parse_callback_id(callback_id),
+        payload=payload,
+        default_action=str(default_action),
+    )
+
+
+def _resolution(resolved: Resolved) -> CallbackResolution:
+    action = {"complete": "completed", "fail": "failed"}.get(resolved.action, "ignored")
+    return CallbackResolution(
+        action=action,  # pyright: ignore[reportArgumentType]
+        job=resolved.row,
+        payload=resolved.payload,
+    )
+
+
+class AsyncCallbackMixin:
+    """Resolve external callbacks from any process: ``complete_external`` and friends.
+
+    Each resolution is one guarded update on the callback id: an unknown, stale or
+    already-resolved id raises :class:`wai.CallbackNotFound`, and two racing
+    resolutions apply once. Follow-ups of the outcome (completed, exhausted,
+    retried) commit in the same transaction when this client's registry holds
+    specs for the kind and outcome — a failing spec rolls the resolution back and
+    raises :class:`wai.FollowUpError`, so the sender can retry. A client without
+    such specs leaves a durable outbox row instead, dispatched by a worker that
+    holds them. The ``*_in_tx`` variants run inside ``client.transaction()``.
+    """
+
+    schema: str
+    registry: Registry
+
+    def connection(self) -> AbstractAsyncContextManager[AsyncConnection[Any]]:
+        """Borrow a connection (provided by the client)."""
+        raise NotImplementedError
+
+    def _resolved(self, resolved: Resolved) -> None:
+        """After a resolution commits: the async client with a runtime fires hooks here."""
+
+    async def _apply(self, req: ResolveRequest, tx: AsyncTransaction | None) -> Resolved:
+        if tx is not None:
+            with translate_errors(self.schema):
+                resolved = await apply_resolution(tx.connection, self.schema, self.registry, req)
+            tx.after_commit.append(functools.partial(self._resolved, resolved))
+            return resolved
+        async with self.connection() as conn:
+            with translate_errors(self.schema):
+                resolved = await apply_resolution(conn, self.schema, self.registry, req)
+        self._resolved(resolved)
+        return resolved
+
+    async def complete_external(self, callback_id: Any, payload: Any = None) -> JobRow:
+        """Complete the job waiting on ``callback_id``; returns its ``completed`` row.
+
+        Applies to a parked (``waiting_external``) job, and to a ``running`` one
+        whose handler registered the callback but has not parked yet (the late
+        park is then fenced). ``payload`` (JSON) is kept as ``row.callback_result``.
+        """
+        return (await self._apply(_complete(callback_id, payload), None)).row
+
+    async def complete_external_in_tx(
+        self, tx: AsyncTransaction, callback_id: Any, payload: Any = None
+    ) -> JobRow:
+        """:meth:`complete_external` inside ``tx`` (from ``client.transaction()``)."""
+        return (await self._apply(_complete(callback_id, payload), tx)).row
+
+    async def fail_external(self, callback_id: Any, error: str) -> JobRow:
+        """Fail the job waiting on ``callback_id`` for good, whatever attempts remain.
+
+        ``error`` is recorded as a terminal error entry; ``on_exhausted_enqueue``
+        specs fire. Returns the ``failed`` row.
+        """
+        return (await self._apply(_fail(callback_id, error), None)).row
+
+    async def fail_external_in_tx(
+        self, tx: AsyncTransaction, callback_id: Any, error: str
+    ) -> JobRow:
+        """:meth:`fail_external` inside ``tx`` (from ``client.transaction()``)."""
+        return (await self._apply(_fail(callback_id, error), tx)).row
+
+    async def retry_external(self, callback_id: Any) -> JobRow:
+        """Run the parked job of ``callback_id`` again now, with a fresh retry budget.
+
+        Applies to ``waiting_external`` only: the job becomes ``available`` with
+        ``attempt`` 0 and ``run_at`` now, its queue is woken, and
+        ``on_retried_enqueue`` specs fire. Returns the ``available`` row.
+        """
+        return (await self._apply(_retry(callback_id), None)).row
+
+    async def retry_external_in_tx(self, tx: AsyncTransaction, callback_id: Any) -> JobRow:
+        """:meth:`retry_external` inside ``tx`` (from ``client.transaction()``)."""
+        return (await self._apply(_retry(callback_id), tx)).row
+
+    async def resume_external(self, callback_id: Any, payload: Any = None) -> JobRow:
+        """Hand ``payload`` to the handler waiting in ``job.wait_for_callback``.
+
+        The job goes back to ``running`` (same attempt and run lease) and the
+        handler's ``wait_for_callback`` returns ``payload``. No event and no
+        follow-up: the handler produces the attempt's outcome. On a job parked by
+        returning ``WaitForCallback`` no handler is left to take the payload: the
+        job is rescued as stale and retried.
+        """
+        return (await self._apply(_resume(callback_id, payload), None)).row
+
+    async def resume_external_in_tx(
+        self, tx: AsyncTransaction, callback_id: Any, payload: Any = None
+    ) -> JobRow:
+        """:meth:`resume_external` inside ``tx`` (from ``client.transaction()``)."""
+        return (await self._apply(_resume(callback_id, payload), tx)).row
+
+    async def heartbeat_callback(self, callback_id: Any, timeout: float = 3600.0) -> JobRow:
+        """Push the timeout of ``callback_id`` out to ``timeout`` seconds from now.
+
+        For an external system that is still working; the job stays parked.
+        """
+        return (await self._apply(_heartbeat(callback_id, timeout), None)).row
+
+    async def heartbeat_callback_in_tx(
+        self, tx: AsyncTransaction, callback_id: Any, timeout: float = 3600.0
+    ) -> JobRow:
+        """:meth:`heartbeat_callback` inside ``tx`` (from ``client.transaction()``)."""
+        return (await self._apply(_heartbeat(callback_id, timeout), tx)).row
+
+    async def resolve_callback(
+        self, callback_id: Any, payload: Any, default_action: str = "ignore"
+    ) -> CallbackResolution:
+        """Decide with the callback's CEL expressions what ``payload`` means, and apply it.
+
+        ``filter`` false ignores the payload (nothing changes); ``on_fail`` true
+        fails the job; ``on_complete`` true completes it with the payload shaped by
+        ``transform``; when neither matches, ``default_action`` (``"complete"``,
+        ``"fail"`` or ``"ignore"``) decides. Needs ``wai[cel]`` when expressions
+        were registered.
+        """
+        return _resolution(await self._apply(_resolve(callback_id, payload, default_action), None))
+
+    async def resolve_callback_in_tx(
+        self, tx: AsyncTransaction, callback_id: Any, payload: Any, default_action: str = "ignore"
+    ) -> CallbackResolution:
+        """:meth:`resolve_callback` inside ``tx`` (from ``client.transaction()``)."""
+        return _resolution(await self._apply(_resolve(callback_id, payload, default_action), tx))

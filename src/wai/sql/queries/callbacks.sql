@@ -1,0 +1,189 @@
+-- External callbacks: registration and in-place waits (guarded by the attempt's lease),
+-- and the resolutions any process may send (guarded by the callback id).
+--
+-- A resolution matches `callback_id = <id>` in a state it applies to and clears the id,
+-- so two racing resolutions apply once: the second re-checks the row after the first
+-- commits, finds no such id and changes nothing. Every resolution notifies
+-- `<schema>.callback` with {"job_id", "run_lease"}, the wakeup of a handler waiting in
+-- place (it also polls).
+--
+-- A handler waiting in place (job.wait_for_callback) parks the row in `waiting_external`
+-- but keeps heartbeating it: such a row has `heartbeat_at` set, while a row parked by
+-- returning WaitForCallback has none. The attempt guard of heartbeats and outcomes
+-- accepts the former, never the latter.
+
+-- name: job_callback_register :one
+-- Give the running attempt a fresh callback id, its timeout and CEL expressions.
+UPDATE {schema}.jobs
+SET callback_id = %(callback_id)s::uuid,
+    callback_timeout_at = now() + make_interval(secs => %(timeout)s::float8),
+    callback_filter = %(filter)s::text,
+    callback_on_complete = %(on_complete)s::text,
+    callback_on_fail = %(on_fail)s::text,
+    callback_transform = %(transform)s::text,
+    callback_result = NULL
+WHERE id = %(id)s AND state = 'running' AND run_lease = %(run_lease)s
+RETURNING callback_timeout_at;
+
+-- name: job_callback_park_in_place :one
+-- A handler starts waiting for its callback: waiting_external, heartbeat kept.
+UPDATE {schema}.jobs
+SET state = 'waiting_external',
+    heartbeat_at = now()
+WHERE id = %(id)s AND state = 'running' AND run_lease = %(run_lease)s
+  AND callback_id = %(callback_id)s::uuid
+RETURNING id;
+
+-- name: job_callback_unpark :exec
+-- A handler stops waiting without a result (its own timeout): back to running.
+UPDATE {schema}.jobs
+SET state = 'running',
+    heartbeat_at = now()
+WHERE id = %(id)s AND state = 'waiting_external' AND run_lease = %(run_lease)s
+  AND heartbeat_at IS NOT NULL;
+
+-- name: job_callback_take :one
+-- The row as a waiting handler sees it; takes (and clears) a payload resume_external left.
+WITH cur AS (
+    SELECT id, state, run_lease, callback_id, callback_result
+    FROM {schema}.jobs WHERE id = %(id)s
+    FOR UPDATE
+),
+taken AS (
+    UPDATE {schema}.jobs AS j
+    SET callback_result = NULL
+    FROM cur
+    WHERE j.id = cur.id AND cur.state = 'running' AND cur.run_lease = %(run_lease)s
+      AND cur.callback_id IS NULL AND cur.callback_result IS NOT NULL
+    RETURNING j.id
+)
+SELECT cur.state::text AS state, cur.run_lease, cur.callback_id, cur.callback_result,
+       EXISTS (SELECT 1 FROM taken) AS taken
+FROM cur;
+
+-- name: job_callback_lock :one
+-- Lock the job of an unresolved callback (for resolve_callback's CEL evaluation).
+SELECT * FROM {schema}.jobs
+WHERE callback_id = %(callback_id)s::uuid AND state IN ('waiting_external', 'running')
+FOR UPDATE;
+
+-- name: job_callback_complete :one
+-- complete_external: waiting_external, or running (the resolution beat the park) →
+-- completed; the payload stays on the row as callback_result.
+WITH done AS (
+    UPDATE {schema}.jobs AS j
+    SET state = 'completed',
+        finalized_at = now(),
+        heartbeat_at = NULL,
+        deadline_at = NULL,
+        progress = NULL,
+        callback_id = NULL,
+        callback_timeout_at = NULL,
+        callback_filter = NULL,
+        callback_on_complete = NULL,
+        callback_on_fail = NULL,
+        callback_transform = NULL,
+        callback_result = %(payload)s::jsonb
+    WHERE j.callback_id = %(callback_id)s::uuid AND j.state IN ('waiting_external', 'running')
+    RETURNING j.*
+),
+notified AS (
+    SELECT pg_notify(%(callback_channel)s,
+                     json_build_object('job_id', d.id, 'run_lease', d.run_lease)::text)
+    FROM done AS d
+)
+SELECT done.* FROM done WHERE (SELECT count(*) FROM notified) >= 0;
+
+-- name: job_callback_fail :one
+-- fail_external: waiting_external or running → failed, terminal whatever attempts remain.
+WITH done AS (
+    UPDATE {schema}.jobs AS j
+    SET state = 'failed',
+        finalized_at = now(),
+        heartbeat_at = NULL,
+        deadline_at = NULL,
+        callback_id = NULL,
+        callback_timeout_at = NULL,
+        callback_filter = NULL,
+        callback_on_complete = NULL,
+        callback_on_fail = NULL,
+        callback_transform = NULL,
+        callback_result = NULL,
+        errors = j.errors || jsonb_build_array(
+            jsonb_build_object('error', %(error)s::text, 'attempt', j.attempt, 'at', now(),
+                               'terminal', true)
+            || CASE WHEN %(expression)s::text IS NULL THEN '{}'::jsonb
+                    ELSE jsonb_build_object('expression', %(expression)s::text) END)
+    WHERE j.callback_id = %(callback_id)s::uuid AND j.state IN ('waiting_external', 'running')
+    RETURNING j.*
+),
+notified AS (
+    SELECT pg_notify(%(callback_channel)s,
+                     json_build_object('job_id', d.id, 'run_lease', d.run_lease)::text)
+    FROM done AS d
+)
+SELECT done.* FROM done WHERE (SELECT count(*) FROM notified) >= 0;
+
+-- name: job_callback_retry :one
+-- retry_external: waiting_external → available now with a fresh retry budget.
+WITH done AS (
+    UPDATE {schema}.jobs AS j
+    SET state = 'available',
+        attempt = 0,
+        run_at = now(),
+        finalized_at = NULL,
+        heartbeat_at = NULL,
+        deadline_at = NULL,
+        callback_id = NULL,
+        callback_timeout_at = NULL,
+        callback_filter = NULL,
+        callback_on_complete = NULL,
+        callback_on_fail = NULL,
+        callback_transform = NULL,
+        callback_result = NULL,
+        errors = j.errors || jsonb_build_array(jsonb_build_object(
+            'error', %(error)s::text, 'attempt', j.attempt, 'at', now()))
+    WHERE j.callback_id = %(callback_id)s::uuid AND j.state = 'waiting_external'
+    RETURNING j.*
+),
+woken AS (
+    SELECT pg_notify(%(channel)s, d.queue) FROM done AS d
+),
+notified AS (
+    SELECT pg_notify(%(callback_channel)s,
+                     json_build_object('job_id', d.id, 'run_lease', d.run_lease)::text)
+    FROM done AS d
+)
+SELECT done.* FROM done
+WHERE (SELECT count(*) FROM woken) >= 0 AND (SELECT count(*) FROM notified) >= 0;
+
+-- name: job_callback_resume :one
+-- resume_external: waiting_external or running → running, the payload left for the
+-- handler waiting in place; heartbeat refreshed, callback fields cleared.
+WITH done AS (
+    UPDATE {schema}.jobs AS j
+    SET state = 'running',
+        heartbeat_at = now(),
+        callback_id = NULL,
+        callback_timeout_at = NULL,
+        callback_filter = NULL,
+        callback_on_complete = NULL,
+        callback_on_fail = NULL,
+        callback_transform = NULL,
+        callback_result = %(payload)s::jsonb
+    WHERE j.callback_id = %(callback_id)s::uuid AND j.state IN ('waiting_external', 'running')
+    RETURNING j.*
+),
+notified AS (
+    SELECT pg_notify(%(callback_channel)s,
+                     json_build_object('job_id', d.id, 'run_lease', d.run_lease)::text)
+    FROM done AS d
+)
+SELECT done.* FROM done WHERE (SELECT count(*) FROM notified) >= 0;
+
+-- name: job_callback_heartbeat :one
+-- heartbeat_callback: push the callback timeout out to now + timeout.
+UPDATE {schema}.jobs
+SET callback_timeout_at = now() + make_interval(secs => %(timeout)s::float8)
+WHERE callback_id = %(callback_id)s::uuid AND state IN ('waiting_external', 'running')
+RETURNING *;

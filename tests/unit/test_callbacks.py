@@ -1,0 +1,92 @@
+"""Pure callback helpers: ids, timeouts, CEL compilation and resolution decisions."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from wai.callbacks import (
+    CallbackExpressions,
+    check_timeout,
+    compile_expressions,
+    decide_resolution,
+    parse_callback_id,
+    payload_json,
+)
+from wai.errors import CallbackNotFound, SerializationError, ValidationError
+
+
+def test_parse_callback_id_accepts_uuids_and_their_strings() -> None:
+    cid = uuid.uuid4()
+    assert parse_callback_id(cid) is cid
+    assert parse_callback_id(str(cid)) == cid
+    assert parse_callback_id(str(cid).upper()) == cid
+
+
+@pytest.mark.parametrize("bad", ["", "nope", "1234", "x" * 101, "\x00", "' OR 1=1 --"])
+def test_parse_callback_id_of_a_non_uuid_string_is_not_found(bad: str) -> None:
+    with pytest.raises(CallbackNotFound, match="not a UUID"):
+        parse_callback_id(bad)
+
+
+@pytest.mark.parametrize("bad", [1, None, b"id", 1.5, ["x"], {"id": 1}])
+def test_parse_callback_id_of_another_type_is_a_validation_error(bad: Any) -> None:
+    with pytest.raises(ValidationError, match="callback id"):
+        parse_callback_id(bad)
+
+
+@pytest.mark.parametrize("good", [0.001, 1, 3600, 86400.5])
+def test_check_timeout_accepts_positive_seconds(good: float) -> None:
+    assert check_timeout(good) == float(good)
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), True, "10", None, 1e12])
+def test_check_timeout_rejects_the_rest(bad: Any) -> None:
+    with pytest.raises(ValidationError, match="timeout"):
+        check_timeout(bad)
+
+
+def test_payload_json_keeps_none_only_when_asked() -> None:
+    assert payload_json(None, keep_none=False) is None
+    assert payload_json(None, keep_none=True) == "null"
+    assert payload_json({"a": [1, "é"]}, keep_none=False) == '{"a":[1,"é"]}'
+    with pytest.raises(SerializationError):
+        payload_json({1, 2}, keep_none=False)
+
+
+def test_macro_variables_are_allowed_in_expressions() -> None:
+    exprs = compile_expressions(
+        filter="payload.items.all(i, i.qty > 0)",
+        transform="payload.items.map(i, i.sku)",
+    )
+    decision = decide_resolution(
+        exprs, {"items": [{"qty": 1, "sku": "a"}, {"qty": 2, "sku": "b"}]}, "complete"
+    )
+    assert (decision.action, decision.payload) == ("complete", ["a", "b"])
+
+
+def test_on_fail_wins_over_on_complete() -> None:
+    exprs = compile_expressions(on_complete="true", on_fail="payload.bad")
+    assert decide_resolution(exprs, {"bad": True}, "ignore").action == "fail"
+    assert decide_resolution(exprs, {"bad": False}, "ignore").action == "complete"
+
+
+def test_a_filter_error_lets_the_payload_through() -> None:
+    exprs = compile_expressions(filter="payload.missing == 1", on_complete="true")
+    assert decide_resolution(exprs, {}, "ignore").action == "complete"
+
+
+def test_a_non_boolean_condition_does_not_match() -> None:
+    exprs = compile_expressions(on_complete="payload.amount")
+    assert decide_resolution(exprs, {"amount": 3}, "ignore").action == "ignore"
+
+
+def test_no_expressions_means_the_default_action() -> None:
+    none = CallbackExpressions()
+    assert decide_resolution(none, {"a": 1}, "complete").payload == {"a": 1}
+    assert decide_resolution(none, {"a": 1}, "fail").action == "fail"
+    assert decide_resolution(none, {"a": 1}, "ignore").action == "ignore"
+    with pytest.raises(ValidationError, match="default_action"):
+        decide_resolution(none, {}, "maybe")
