@@ -55,6 +55,7 @@ __all__ = [
     "migrate_apply",
     "outbox_backoff",
     "outbox_delete",
+    "outbox_delete_expired",
     "outbox_dispatched_specs",
     "outbox_insert",
     "outbox_list",
@@ -92,9 +93,16 @@ def callback_channel(schema: str) -> str:
     return f"{validate_schema(schema)}.callback"
 
 
-def _rows(conn: Connection[Any], name: str, schema: str, params: dict[str, Any]) -> list[JobRow]:
+def _rows(
+    conn: Connection[Any],
+    name: str,
+    schema: str,
+    params: dict[str, Any],
+    *,
+    prepare: bool | None = None,
+) -> list[JobRow]:
     with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(query(name, schema), params)
+        cur.execute(query(name, schema), params, prepare=prepare)
         return [JobRow.from_record(r) for r in cur.fetchall()]
 
 
@@ -277,6 +285,10 @@ def job_finalize_many(
             "progress": [o.progress for o in outcomes],
             "callback_id": [o.callback_id for o in outcomes],
         },
+        # Never a cached generic plan: it cannot see how many rows the arrays hold and
+        # may loop over every running row per array element. A custom plan costs
+        # little next to a batch, and drives the update from the array by primary key.
+        prepare=False,
     )
 
 
@@ -293,6 +305,7 @@ def job_heartbeat_many(
             "run_lease": [a[1] for a in attempts],
             "progress": [a[2] for a in attempts],
         },
+        prepare=False,  # see job_finalize_many
     )
     return {(r[0], r[1]) for r in cur.fetchall()}
 
@@ -492,6 +505,17 @@ def job_delete_finalized(
         {"completed": completed, "failed": failed, "cancelled": cancelled, "limit": limit},
     )
     return {r[0]: r[1] for r in cur.fetchall()}
+
+
+def outbox_delete_expired(
+    conn: Connection[Any], schema: str, *, retention: float, limit: int
+) -> int:
+    """Delete up to ``limit`` outbox rows older than ``retention`` seconds; returns the count."""
+    cur = conn.execute(
+        query("outbox_delete_expired", schema), {"retention": retention, "limit": limit}
+    )
+    row = cur.fetchone()
+    return int(row[0]) if row else 0
 
 
 def job_age_priority(conn: Connection[Any], schema: str, limit: int) -> dict[str, int]:

@@ -54,6 +54,7 @@ __all__ = [
     "migrate_apply",
     "outbox_backoff",
     "outbox_delete",
+    "outbox_delete_expired",
     "outbox_dispatched_specs",
     "outbox_insert",
     "outbox_list",
@@ -92,10 +93,15 @@ def callback_channel(schema: str) -> str:
 
 
 async def _rows(
-    conn: AsyncConnection[Any], name: str, schema: str, params: dict[str, Any]
+    conn: AsyncConnection[Any],
+    name: str,
+    schema: str,
+    params: dict[str, Any],
+    *,
+    prepare: bool | None = None,
 ) -> list[JobRow]:
     async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(query(name, schema), params)
+        await cur.execute(query(name, schema), params, prepare=prepare)
         return [JobRow.from_record(r) for r in await cur.fetchall()]
 
 
@@ -282,6 +288,10 @@ async def job_finalize_many(
             "progress": [o.progress for o in outcomes],
             "callback_id": [o.callback_id for o in outcomes],
         },
+        # Never a cached generic plan: it cannot see how many rows the arrays hold and
+        # may loop over every running row per array element. A custom plan costs
+        # little next to a batch, and drives the update from the array by primary key.
+        prepare=False,
     )
 
 
@@ -298,6 +308,7 @@ async def job_heartbeat_many(
             "run_lease": [a[1] for a in attempts],
             "progress": [a[2] for a in attempts],
         },
+        prepare=False,  # see job_finalize_many
     )
     return {(r[0], r[1]) for r in await cur.fetchall()}
 
@@ -501,6 +512,17 @@ async def job_delete_finalized(
         {"completed": completed, "failed": failed, "cancelled": cancelled, "limit": limit},
     )
     return {r[0]: r[1] for r in await cur.fetchall()}
+
+
+async def outbox_delete_expired(
+    conn: AsyncConnection[Any], schema: str, *, retention: float, limit: int
+) -> int:
+    """Delete up to ``limit`` outbox rows older than ``retention`` seconds; returns the count."""
+    cur = await conn.execute(
+        query("outbox_delete_expired", schema), {"retention": retention, "limit": limit}
+    )
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
 
 
 async def job_age_priority(conn: AsyncConnection[Any], schema: str, limit: int) -> dict[str, int]:

@@ -99,7 +99,7 @@ class Runtime:
             registry=client.registry,
         )
         self.heartbeater = Heartbeater(
-            pool, schema, self.settings.heartbeat_interval, lambda: list(self.attempts.values())
+            pool, schema, self.settings.heartbeat_interval, self._beating
         )
         deadlines = {
             kind: task.deadline
@@ -199,6 +199,7 @@ class Runtime:
                 completed=self.settings.completed_retention,
                 failed=self.settings.failed_retention,
                 cancelled=self.settings.cancelled_retention,
+                outbox=self.settings.outbox_retention,
             ),
             Aging(self.client.pool, self.client.schema, interval=self.settings.aging_interval),
             InstanceReaper(
@@ -305,6 +306,11 @@ class Runtime:
             if release is not None:
                 release()
         self.hooks.committed(batch, rows)
+
+    def _beating(self) -> list[AttemptState]:
+        # Attempts whose handler returned are left out: their outcome is being written,
+        # and a heartbeat touching the same rows would only risk a deadlock with it.
+        return [a for a in self.attempts.values() if a.finished is None]
 
     async def _flush_progress(self, state: AttemptState) -> bool:
         assert self.heartbeater is not None
