@@ -1,0 +1,135 @@
+"""The adapter interface: what the harness needs from one job-queue library.
+
+An adapter has two halves that may live in different Python environments:
+
+* **Static metadata** (class attributes and ``*_sql`` methods), read by the
+  orchestrator ``run.py`` in whatever environment runs it. Importing an adapter
+  module must therefore not import its library: import it inside ``setup``.
+* **Producer methods** (``setup``, ``insert_single``, ``insert_batch``,
+  ``insert_timed``, ``close``), called inside ``producer.py``, a child process
+  started with the adapter's own interpreter (its virtualenv).
+
+The worker is a separate script (``worker_module``), also started with the
+adapter's interpreter, that speaks the line protocol described in
+``worker_protocol.py``.
+
+To add a peer library: write ``adapter_<name>.py`` with a subclass of
+:class:`Adapter` and ``worker_<name>.py``, then add it to :data:`ADAPTERS`. Point
+the harness at its virtualenv with ``BENCH_PYTHON_<NAME>=/path/to/python`` (or
+``--python name=/path``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import ClassVar
+
+__all__ = ["ADAPTERS", "BENCH_DIR", "Adapter", "load_adapter"]
+
+BENCH_DIR = Path(__file__).resolve().parent
+
+#: Adapter name -> "module:Class", the module being a file in bench/.
+ADAPTERS: dict[str, str] = {
+    "wai": "adapter_wai:WaiAdapter",
+}
+
+#: The queue every workload uses.
+QUEUE = "bench"
+
+
+class Adapter(ABC):
+    """One library under test. Subclass it once per library."""
+
+    #: Short name, used on the command line and in results.
+    name: ClassVar[str]
+    #: The worker script in bench/ (run as ``python bench/<worker_module>.py``).
+    worker_module: ClassVar[str]
+    #: The PyPI distribution whose version is reported.
+    distribution: ClassVar[str]
+
+    # -- orchestrator side: plain SQL, no library import ------------------------------
+
+    @abstractmethod
+    def count_completed_sql(self) -> str:
+        """A query polled during drains: one row, first column the jobs completed so far.
+
+        An optional second column counts jobs claimed but not yet recorded as
+        completed (in flight); the harness reports its peak, for diagnosis.
+        """
+
+    @abstractmethod
+    def state_counts_sql(self) -> str:
+        """A query returning ``(state text, count bigint)`` rows, for verification."""
+
+    def completed_state(self) -> str:
+        """The state name that ``state_counts_sql`` uses for completed jobs."""
+        return "completed"
+
+    def pending_state(self) -> str:
+        """The state name that ``state_counts_sql`` uses for freshly inserted jobs."""
+        return "available"
+
+    def python(self, overrides: dict[str, str] | None = None) -> str:
+        """The interpreter of this adapter's environment."""
+        if overrides and self.name in overrides:
+            return overrides[self.name]
+        return os.environ.get(f"BENCH_PYTHON_{self.name.upper()}", sys.executable)
+
+    # -- producer side: runs in producer.py, in the adapter's environment ------------
+
+    @abstractmethod
+    async def setup(self, database_url: str) -> None:
+        """Connect and install the library's schema (before any clock starts)."""
+
+    @abstractmethod
+    async def insert_single(self, start: int, count: int) -> None:
+        """Insert jobs ``seq = start .. start+count-1`` one per awaited call and transaction."""
+
+    @abstractmethod
+    async def insert_batch(self, start: int, count: int, chunk: int) -> None:
+        """Insert the same jobs through the batch API, ``chunk`` jobs per call."""
+
+    @abstractmethod
+    async def insert_timed(self, seq: int) -> None:
+        """Insert one job whose args carry ``seq`` and ``t = time.time()`` taken just now."""
+
+    @abstractmethod
+    async def ping(self) -> None:
+        """Run one trivial statement on each idle connection the producer holds.
+
+        PostgreSQL 15 defers a busy backend's statistics for up to 10 s once it
+        idles; a new transaction after more than 1 s flushes them, so the harness
+        calls this before taking its "before" snapshot.
+        """
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release connections."""
+
+    def origin(self) -> str | None:
+        """Where the library was imported from (call in the adapter's environment)."""
+        return None
+
+    def version(self) -> str:
+        """The installed version of the library (call in the adapter's environment)."""
+        from importlib.metadata import version
+
+        return version(self.distribution)
+
+
+def load_adapter(name: str) -> Adapter:
+    """Instantiate the adapter registered as ``name``."""
+    try:
+        target = ADAPTERS[name]
+    except KeyError:
+        raise SystemExit(f"unknown adapter {name!r}; known: {', '.join(ADAPTERS)}") from None
+    module_name, _, cls_name = target.partition(":")
+    if str(BENCH_DIR) not in sys.path:
+        sys.path.insert(0, str(BENCH_DIR))
+    module = importlib.import_module(module_name)
+    cls = getattr(module, cls_name)
+    return cls()

@@ -1,0 +1,80 @@
+"""Producer child: runs one adapter's insert calls in the adapter's own environment.
+
+``python bench/producer.py --adapter NAME --url URL``; see ``protocol.py``. Each
+command's clock runs inside this process, around the adapter calls only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import sys
+import time
+from importlib import metadata
+
+from adapter import Adapter, load_adapter
+from protocol import emit, read_line
+
+
+def _dist_version(name: str) -> str | None:
+    """The installed version of a distribution, if any."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+async def _latency(adapter: Adapter, count: int, interval: float) -> None:
+    """Insert ``count`` timed jobs one at a time on a fixed ``interval`` cadence."""
+    start = time.perf_counter()
+    for i in range(count):
+        delay = start + i * interval - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        await adapter.insert_timed(i)
+
+
+async def main() -> None:
+    """Set up, then serve commands until stdin closes."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--adapter", required=True)
+    parser.add_argument("--url", required=True)
+    opts = parser.parse_args()
+    adapter = load_adapter(opts.adapter)
+    await adapter.setup(opts.url)
+    emit(
+        {
+            "ready": True,
+            "version": adapter.version(),
+            "origin": adapter.origin(),
+            "prefix": sys.prefix,
+            "python": platform.python_version(),
+            "psycopg": _dist_version("psycopg"),
+            "pid": os.getpid(),
+        }
+    )
+    try:
+        while line := await read_line():
+            cmd = json.loads(line)
+            t0 = time.perf_counter()
+            match cmd["cmd"]:
+                case "insert_single":
+                    await adapter.insert_single(cmd["start"], cmd["count"])
+                case "insert_batch":
+                    await adapter.insert_batch(cmd["start"], cmd["count"], cmd["chunk"])
+                case "ping":
+                    await adapter.ping()
+                case "latency":
+                    await _latency(adapter, cmd["count"], cmd["interval"])
+                case other:
+                    raise SystemExit(f"unknown command {other!r}")
+            emit({"ok": True, "elapsed": time.perf_counter() - t0})
+    finally:
+        await adapter.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
