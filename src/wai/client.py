@@ -40,7 +40,8 @@ class AsyncClient(AsyncClientBase):
         ``heartbeat_interval``, ``heartbeat_staleness``, ``rescue_interval``,
         ``promote_interval``, ``election_interval``, ``record_interval``,
         ``cleanup_interval``, ``aging_interval``, and the retention defaults
-        ``completed_retention``, ``failed_retention``, ``cancelled_retention``
+        ``completed_retention``, ``failed_retention``, ``cancelled_retention``,
+        ``outbox_retention``
         (see :class:`wai.worker.RuntimeSettings`); ``maintenance=False`` leaves
         promotion and the other leader-elected services to other processes;
         ``burst=True`` stops the workers once their queues are empty.

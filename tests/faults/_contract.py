@@ -125,6 +125,20 @@ class Db:
             ).format(psycopg.sql.Literal(app), psycopg.sql.Literal(str(seconds)))
         )
 
+    async def slow_followups(self, app: str, seconds: float) -> None:
+        """Make every follow-up row inserted by sessions named ``app`` sleep ``seconds``.
+
+        Needs :meth:`slow_finalize` first (it reuses its function), and these rows count
+        in :meth:`slow_finalize_rows` too.
+        """
+        await self.rows(
+            psycopg.sql.SQL(  # type: ignore[arg-type]
+                "CREATE TRIGGER slow_followup BEFORE INSERT ON wai.jobs FOR EACH ROW"
+                " WHEN (NEW.trigger_job_id IS NOT NULL)"
+                " EXECUTE FUNCTION slow_finalize({}, {})"
+            ).format(psycopg.sql.Literal(app), psycopg.sql.Literal(str(seconds)))
+        )
+
     async def slow_finalize_rows(self) -> int:
         """Completions the slowed sessions started to write (committed or rolled back)."""
         return int(

@@ -17,6 +17,11 @@ pid)`` just before they return it.
   returns normally, too late; later attempts return at once.
 - ``Hog`` (queue ``hog``, sync, deadline 0.5 s): with ``hold``, ignores its deadline and
   keeps its thread until the test inserts a row into ``released``; without, returns.
+- ``Chain`` (queue ``chain``, async): a trigger of follow-ups. Its attempts up to
+  ``hang_attempts`` hang (until their worker is killed); later ones return at once. Each
+  completion enqueues two ``ChainNext`` follow-ups (specs ``chain-a``, and ``chain-b``
+  in the ``_with`` form), each rescue one (spec ``chain-rescued``): see
+  :data:`CHAIN_SPECS`. ``ChainNext`` (queue ``chain-next``, async) records its run.
 """
 
 from __future__ import annotations
@@ -64,6 +69,26 @@ class Blocker:
 @dataclass
 class Hog:
     hold: bool = False
+
+
+@dataclass
+class Chain:
+    n: int = 0
+    hang_attempts: int = 0
+
+
+@dataclass
+class ChainNext:
+    """A follow-up of ``Chain`` job ``trigger``'s attempt ``lease``, made by spec ``via``."""
+
+    trigger: int
+    lease: int
+    via: str
+    reason: str = ""
+
+
+#: The follow-up specs registered for ``Chain``, by outcome, in registration order.
+CHAIN_SPECS = {"completed": ("chain-a", "chain-b"), "rescued": ("chain-rescued",)}
 
 
 def _wait_until_fenced(conn: psycopg.Connection[Any], job: wai.Job[Any], hold: float) -> None:
@@ -129,4 +154,38 @@ def build(url: str, app: str, side: AsyncConnectionPool[Any]) -> wai.AsyncClient
             if job.args.hold:
                 conn.execute(RECORD_LATE, (job.id, job.run_lease, pid))
 
+    @client.task(Chain, queue="chain")
+    async def chain(job: wai.Job[Chain]) -> None:
+        async with side.connection() as conn:
+            await conn.execute(RECORD_RUN, (job.id, job.run_lease, pid))
+        if job.attempt <= job.args.hang_attempts:
+            await asyncio.sleep(120)
+
+    @client.task(ChainNext, queue="chain-next")
+    async def chain_next(job: wai.Job[ChainNext]) -> None:
+        async with side.connection() as conn:
+            await conn.execute(RECORD_RUN, (job.id, job.run_lease, pid))
+
+    # stacked specs: both fire on every completion, in this order, one follow-up each
+    client.on_completed_enqueue(
+        Chain,
+        lambda args, job: ChainNext(trigger=job.id, lease=job.run_lease, via="chain-a"),
+        name="chain-a",
+    )
+    client.on_completed_enqueue_with(
+        Chain,
+        lambda args, job: wai.EnqueueRequest(
+            ChainNext(trigger=job.id, lease=job.run_lease, via="chain-b"),
+            queue="chain-next",
+            priority=3,
+        ),
+        name="chain-b",
+    )
+    client.on_rescued_enqueue(
+        Chain,
+        lambda args, job, reason: ChainNext(
+            trigger=job.id, lease=job.run_lease, via="chain-rescued", reason=str(reason)
+        ),
+        name="chain-rescued",
+    )
     return client

@@ -175,3 +175,81 @@ async def test_queue_config_retention_is_stored_and_applied_by_the_leader(
 
         await wait_for(gone, 10, what="the leader's cleanup")
         assert old_other in await _ids(aclient)
+
+
+async def _outbox(client: wai.AsyncClient, *, age: float, outcome: str = "cancelled") -> int:
+    """An outbox row of a fresh job, created ``age`` seconds ago; returns the row's id."""
+    row = await client.insert(Work(), queue="q")
+    rows = await fetch(
+        client,
+        "INSERT INTO wai.outbox (job_id, run_lease, kind, outcome, job, created_at)"
+        " SELECT j.id, j.run_lease, j.kind, %s, to_jsonb(j),"
+        " now() - make_interval(secs => %s::float8)"
+        " FROM wai.jobs AS j WHERE j.id = %s RETURNING id",
+        (outcome, age, row.id),
+    )
+    return rows[0][0]
+
+
+async def _outbox_ids(client: wai.AsyncClient) -> set[int]:
+    return {r[0] for r in await fetch(client, "SELECT id FROM wai.outbox")}
+
+
+async def test_cleaner_deletes_outbox_rows_past_the_outbox_retention(
+    aclient: wai.AsyncClient,
+) -> None:
+    expired = {
+        await _outbox(aclient, age=HOUR + 60),
+        await _outbox(aclient, age=30 * DAY, outcome="rescued"),
+        await _outbox(aclient, age=2 * HOUR, outcome="completed"),
+    }
+    # a failing row, retried with backoff for long: its age goes by created_at all the same
+    await fetch(
+        aclient,
+        "UPDATE wai.outbox SET attempts = 12, last_error = 'boom',"
+        " next_attempt_at = now() + interval '1 hour' WHERE id = %s",
+        (min(expired),),
+    )
+    kept = {
+        await _outbox(aclient, age=HOUR - 60),
+        await _outbox(aclient, age=0, outcome="rescued"),
+    }
+    jobs = await _ids(aclient)
+
+    result = await _cleaner(aclient, outbox=HOUR).run_once()
+
+    assert result == CleanerResult({}, outbox=len(expired))
+    assert await _outbox_ids(aclient) == kept
+    assert await _ids(aclient) == jobs  # the jobs themselves are not the outbox's business
+    assert await _cleaner(aclient, outbox=HOUR).run_once() == CleanerResult({})
+
+
+async def test_outbox_cleanup_is_batched_and_skips_rows_a_sweeper_holds(
+    aclient: wai.AsyncClient,
+) -> None:
+    old = [await _outbox(aclient, age=2 * DAY) for _ in range(7)]
+    held = old[0]
+    async with aclient.connection() as conn, conn.transaction():
+        # a sweeper dispatching the oldest row right now holds its lock
+        await conn.execute("SELECT 1 FROM wai.outbox WHERE id = %s FOR UPDATE", (held,))
+        first = await _cleaner(aclient, outbox=DAY, batch_size=2, max_batches=2).run_once()
+        assert first.outbox == 4  # two batches of two, then the pass ends
+        second = await _cleaner(aclient, outbox=DAY, batch_size=2, max_batches=5).run_once()
+        assert second.outbox == 2  # 2 + 0: the held row is skipped, not waited for
+        assert await _outbox_ids(aclient) == {held}
+    third = await _cleaner(aclient, outbox=DAY).run_once()
+    assert third.outbox == 1
+    assert await _outbox_ids(aclient) == set()
+
+
+async def test_the_leader_applies_outbox_retention(aclient: wai.AsyncClient) -> None:
+    register(aclient, "async", lambda job: None)
+    old = await _outbox(aclient, age=120)
+    recent = await _outbox(aclient, age=0)
+    async with serving(aclient, cleanup_interval=0.1, outbox_retention=60):
+
+        async def gone() -> bool:
+            return old not in await _outbox_ids(aclient)
+
+        await wait_for(gone, 10, what="the leader's outbox cleanup")
+        assert recent in await _outbox_ids(aclient)

@@ -18,6 +18,7 @@ def test_runtime_settings_defaults_for_records_cleanup_and_aging() -> None:
     assert s.cleanup_interval == 60.0
     assert s.completed_retention == 86_400.0
     assert s.failed_retention == s.cancelled_retention == 7 * 86_400.0
+    assert s.outbox_retention == 7 * 86_400.0
     assert s.aging_interval == 10.0
 
 
@@ -32,6 +33,8 @@ def test_runtime_settings_defaults_for_records_cleanup_and_aging() -> None:
         {"failed_retention": math.nan},
         {"record_interval": 0},
         {"aging_interval": -0.5},
+        {"outbox_retention": 0},
+        {"outbox_retention": math.inf},
     ],
 )
 def test_runtime_settings_reject_bad_values(options: dict[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""Retention cleanup: terminal jobs are deleted once their queue's retention has passed."""
+"""Retention cleanup: expired terminal jobs and outbox rows are deleted in batches."""
 
 from __future__ import annotations
 
@@ -16,9 +16,13 @@ __all__ = ["Cleaner", "CleanerResult"]
 
 @dataclass(frozen=True, slots=True)
 class CleanerResult:
-    """Jobs deleted in one pass, per state (``completed``, ``failed``, ``cancelled``)."""
+    """Jobs deleted in one pass, per state (``completed``, ``failed``, ``cancelled``).
+
+    ``outbox`` counts the outbox rows deleted past the outbox retention.
+    """
 
     deleted: dict[str, int] = field(default_factory=dict[str, int])
+    outbox: int = 0
 
 
 class Cleaner(PeriodicService):
@@ -32,6 +36,10 @@ class Cleaner(PeriodicService):
     ``max_batches`` batches a pass, so a large backlog is worked off over
     several passes without one long-running statement. Non-terminal jobs are
     never touched.
+
+    Outbox rows created longer than *outbox* seconds ago are deleted the same
+    way (the rows nobody dispatched: no live process holds specs for their kind
+    and outcome, or their closures kept failing); rows a sweeper holds are skipped.
     """
 
     def __init__(
@@ -43,6 +51,7 @@ class Cleaner(PeriodicService):
         completed: float,
         failed: float,
         cancelled: float,
+        outbox: float = 7 * 24 * 3600.0,
         batch_size: int = 1000,
         max_batches: int = 32,
     ) -> None:
@@ -52,11 +61,12 @@ class Cleaner(PeriodicService):
         self._completed = completed
         self._failed = failed
         self._cancelled = cancelled
+        self._outbox = outbox
         self._batch_size = batch_size
         self._max_batches = max_batches
 
     async def run_once(self) -> CleanerResult:
-        """Delete expired terminal jobs in batches until none is left or the pass is full."""
+        """Delete expired terminal jobs, then expired outbox rows, in bounded batches."""
         total: dict[str, int] = {}
         for _ in range(self._max_batches):
             async with self._pool.connection() as conn:
@@ -72,4 +82,13 @@ class Cleaner(PeriodicService):
                 total[state] = total.get(state, 0) + n
             if sum(batch.values()) < self._batch_size:
                 break
-        return CleanerResult(total)
+        outbox = 0
+        for _ in range(self._max_batches):
+            async with self._pool.connection() as conn:
+                n = await db.outbox_delete_expired(
+                    conn, self._schema, retention=self._outbox, limit=self._batch_size
+                )
+            outbox += n
+            if n < self._batch_size:
+                break
+        return CleanerResult(total, outbox)

@@ -29,6 +29,8 @@ class RuntimeSettings:
     *aging_interval*: how often the leader applies priority aging to the queues
     that have it configured. *outbox_interval*: how often a process holding
     follow-up specs dispatches outbox rows (rescue follow-ups).
+    *outbox_retention*: how old an undispatched outbox row gets before the
+    leader's cleanup deletes it (by ``created_at``).
     """
 
     poll_interval: float = 1.0
@@ -49,6 +51,7 @@ class RuntimeSettings:
     cancelled_retention: float = 7 * 24 * 3600.0
     aging_interval: float = 10.0
     outbox_interval: float = 1.0
+    outbox_retention: float = 7 * 24 * 3600.0
 
     def __post_init__(self) -> None:
         for name in (
@@ -65,11 +68,17 @@ class RuntimeSettings:
             "cancelled_retention",
             "aging_interval",
             "outbox_interval",
+            "outbox_retention",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 raise ValidationError(f"{name} must be a number of seconds > 0, got {value!r}")
-        for name in ("completed_retention", "failed_retention", "cancelled_retention"):
+        for name in (
+            "completed_retention",
+            "failed_retention",
+            "cancelled_retention",
+            "outbox_retention",
+        ):
             if not getattr(self, name) <= MAX_SECONDS:  # NaN and inf too
                 raise ValidationError(f"{name} must be at most {MAX_SECONDS:.0f} seconds")
         # with a tolerance: 3 * 0.2 == 0.6000000000000001, and 0.6 is exactly 3 x 0.2

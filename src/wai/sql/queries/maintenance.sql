@@ -88,6 +88,27 @@ deleted AS (
 )
 SELECT state::text AS state, count(*) AS deleted FROM deleted GROUP BY state;
 
+-- name: outbox_delete_expired :one
+-- Outbox retention: delete up to %(limit)s outbox rows created longer than %(retention)s
+-- seconds ago, oldest first. They are rows nobody dispatched: no live process holds specs
+-- for their kind and outcome (admin cancels and callback resolutions leave one for every
+-- job), or their closures kept failing. The walk follows the primary key (ids grow with
+-- created_at), and rows a sweeper holds are skipped. Returns how many were deleted.
+WITH doomed AS (
+    SELECT id FROM {schema}.outbox
+    WHERE created_at < now() - make_interval(secs => %(retention)s::float8)
+    ORDER BY id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+deleted AS (
+    DELETE FROM {schema}.outbox AS o
+    USING doomed
+    WHERE o.id = doomed.id
+    RETURNING 1
+)
+SELECT count(*) AS deleted FROM deleted;
+
 -- name: job_age_priority :many
 -- Priority aging: an available job of a queue with priority_aging set gets priority
 -- original - floor(waited / priority_aging) (at least 1), waited counted from run_at.
