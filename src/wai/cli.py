@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import os
 import sys
 import traceback
@@ -142,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_operator_commands(sub)
     _add_instance_commands(sub)
+    _add_callback_commands(sub)
     _subparser(sub, "demo", "run a small signup example end to end", _cmd_demo)
     return parser
 
@@ -206,7 +208,7 @@ def _cmd_maintenance(args: argparse.Namespace, stack: contextlib.ExitStack) -> i
 def _load_runtime_app(
     args: argparse.Namespace, stack: contextlib.ExitStack
 ) -> tuple[AsyncClient, str]:
-    """Import APP's client for `worker`/`maintenance`; returns it and the database URL."""
+    """Import APP's client for `worker`/`maintenance`/`callbacks serve`; returns it and the URL."""
     from wai._app import load_app, parse_app  # imports user code: only for these commands
 
     parse_app(args.app)  # a malformed APP fails before any database is started
@@ -344,6 +346,46 @@ def _add_instance_commands(
         _cmd_instances,
     )
     _json_option(p)
+
+
+def _add_callback_commands(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],  # pyright: ignore[reportPrivateUsage]
+) -> None:
+    group = _group(sub, "callbacks", "the public HTTP ingress of external callbacks")
+    p = _subparser(
+        group,
+        "serve",
+        "serve signed POST /callbacks/{id}/{action} requests with APP's client",
+        _cmd_callbacks_serve,
+    )
+    p.add_argument("app", metavar="APP", help="module:attribute naming a wai.AsyncClient")
+    p.add_argument(
+        "--secret-env",
+        required=True,
+        metavar="NAME",
+        help="environment variable holding the signing secret (at least 32 bytes)",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=_port, default=8080, help="port to bind (default 8080)")
+
+
+def _cmd_callbacks_serve(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    from wai.callbacks_sign import check_secret
+
+    value = os.environ.get(args.secret_env)
+    if not value:
+        raise UsageError(
+            f"--secret-env {args.secret_env}: the environment variable is not set (or empty)"
+        )
+    secret = check_secret(value.encode())  # a short secret is a usage error (exit 2)
+    try:
+        from wai.ingress import serve
+    except ImportError as exc:
+        raise UsageError(str(exc)) from None
+    client, _url = _load_runtime_app(args, stack)
+    announce = functools.partial(_err, prefix="")
+    asyncio.run(serve(client, secret=secret, host=args.host, port=args.port, announce=announce))
+    return 0
 
 
 def _cmd_instances(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
@@ -498,6 +540,16 @@ def _parse_queues(specs: list[str]) -> dict[str, int] | None:
                 f"--queue expects NAME or NAME=N with N an integer, got {spec!r}"
             ) from None
     return queues or None
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 0..65535, got {text!r}")
+    return value
 
 
 def _processes(text: str) -> int:

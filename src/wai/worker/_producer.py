@@ -40,6 +40,7 @@ class QueueProducer:
         self.name = name
         self.config = config
         self.running = 0
+        self.finishing = 0
         self.claims = 0
         # for the runtime record: when the last claim statement succeeded, and whether
         # the latest one failed (time.monotonic() seconds)
@@ -61,9 +62,22 @@ class QueueProducer:
         self._wake.set()
 
     def release(self) -> None:
-        """An attempt of this queue finished running: its slot is free."""
+        """An attempt's handler returned: its slot is free, its outcome is being written."""
         self.running -= 1
+        self.finishing += 1
         self._freed.set()
+
+    def finalized(self) -> None:
+        """An attempt's outcome was written (or given up on)."""
+        self.finishing -= 1
+        self._freed.set()
+
+    def free_slots(self) -> int:
+        """Slots to claim into: running handlers count, and so do outcomes beyond one
+        concurrency's worth still waiting to be written, so claims never outrun the
+        finalizer by more than that."""
+        concurrency = self.config.concurrency
+        return concurrency - self.running - max(0, self.finishing - concurrency)
 
     def stop(self) -> None:
         """Stop claiming; running attempts are not touched."""
@@ -84,12 +98,11 @@ class QueueProducer:
 
     async def run_forever(self) -> None:
         """Claim until stopped (or, in burst mode, until the queue is empty)."""
-        concurrency = self.config.concurrency
-        cap = self.config.claim_batch_size or concurrency
+        cap = self.config.claim_batch_size or self.config.concurrency
         more = True
         delay = 0.05
         while not self._stopping:
-            free = concurrency - self.running
+            free = self.free_slots()
             if free <= 0:
                 self._freed.clear()
                 await self._freed.wait()
@@ -99,7 +112,7 @@ class QueueProducer:
                     await asyncio.wait_for(self._wake.wait(), self._poll_interval)
                 if self._stopping:
                     break
-                free = concurrency - self.running
+                free = self.free_slots()
                 if free <= 0:
                     continue
             self._wake.clear()
@@ -122,7 +135,7 @@ class QueueProducer:
                 self._launch(row, self)
             more = len(rows) == limit
             if self._burst and not rows:
-                while self.running:
+                while self.running or self.finishing:
                     self._freed.clear()
                     await self._freed.wait()
                 rows = await self._claim(1) if not self._stopping else []

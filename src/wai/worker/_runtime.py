@@ -291,9 +291,8 @@ class Runtime:
             )
         finally:
             state.finished = time.monotonic()
-            # The slot stays taken until the outcome commits: claims never outrun the
-            # finalizer, and the rows a process holds running stay within its concurrency.
-            state.release = producer.release
+            producer.release()
+            state.release = producer.finalized
             self._handlers.pop(asyncio.current_task(), None)  # type: ignore[arg-type]
         self._finalizer.submit(outcome, state)
 

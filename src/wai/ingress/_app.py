@@ -1,0 +1,166 @@
+"""``create_callback_app``: the Starlette app of ``POST /callbacks/{callback_id}/{action}``."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import psycopg
+from psycopg_pool import PoolTimeout
+
+from wai.callbacks_sign import (
+    ACTIONS,
+    DEFAULT_TOLERANCE,
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    InvalidSignature,
+    check_secret,
+    verify,
+)
+from wai.client import AsyncClient
+from wai.errors import CallbackNotFound, DatabaseError, FollowUpError, ValidationError
+from wai.ingress._body import CallbackBody, parse_body
+from wai.job import JobRow
+
+try:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError("wai.ingress needs the http extra: pip install 'wai[http]'") from exc
+
+__all__ = ["DEFAULT_MAX_BODY", "RETRY_AFTER", "create_callback_app"]
+
+logger = logging.getLogger("wai.ingress")
+
+#: The largest request body accepted by default (bytes).
+DEFAULT_MAX_BODY = 64 * 1024
+
+#: Seconds a 503 asks the sender to wait (``Retry-After``) before sending again.
+RETRY_AFTER = 5
+
+_JSON_TYPES = ("application/json",)
+
+
+def create_callback_app(
+    client: AsyncClient,
+    *,
+    secret: bytes,
+    max_body: int = DEFAULT_MAX_BODY,
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> Starlette:
+    """An ASGI app resolving external callbacks through ``client``, for signed requests only.
+
+    One route, ``POST /callbacks/{callback_id}/{action}`` with ``action`` one of
+    complete, fail, retry, resume, heartbeat; mount it in your own Starlette or
+    FastAPI app, or run it with ``wai callbacks serve``. ``client`` must be open
+    while the app serves; its registry's follow-up specs make resolutions atomic.
+
+    Every request is checked before the database is touched: the body size
+    (``max_body`` bytes, else 413), the JSON content type (415), the signature of
+    :mod:`wai.callbacks_sign` with a timestamp within ``tolerance`` seconds (401),
+    and the body's fields (400). Then: unknown, stale or resolved id → 404; a
+    failing follow-up (the resolution rolled back) or an unavailable database →
+    503 with ``Retry-After``; success → 200 ``{"job_id": ..., "state": ...}``.
+    Errors are ``{"error": "..."}``. ``secret`` shorter than 32 bytes is a
+    ``ValueError``.
+    """
+    key = check_secret(secret)
+    if isinstance(max_body, bool) or not isinstance(max_body, int) or max_body < 1:
+        raise ValidationError(f"max_body must be a positive number of bytes, got {max_body!r}")
+    if not tolerance > 0:
+        raise ValidationError(f"tolerance must be > 0 seconds, got {tolerance!r}")
+    ingress = _Ingress(client, key, max_body, float(tolerance))
+    route = Route("/callbacks/{callback_id}/{action}", ingress.handle, methods=["POST"])
+    return Starlette(routes=[route])
+
+
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+class _Ingress:
+    """The request handler of :func:`create_callback_app`, holding its settings."""
+
+    def __init__(self, client: AsyncClient, secret: bytes, max_body: int, tolerance: float):
+        self.client = client
+        self.secret = secret
+        self.max_body = max_body
+        self.tolerance = tolerance
+
+    async def handle(self, request: Request) -> Response:
+        callback_id: str = request.path_params["callback_id"]
+        action: str = request.path_params["action"]
+        if action not in ACTIONS:
+            return _error(404, f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
+        media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media_type not in _JSON_TYPES:
+            return _error(415, "the body must be JSON (Content-Type: application/json)")
+        body = await self._read(request)
+        if isinstance(body, Response):
+            return body
+        try:
+            verify(
+                self.secret,
+                callback_id,
+                action,
+                body,
+                timestamp=request.headers.get(TIMESTAMP_HEADER),
+                signature_header=request.headers.get(SIGNATURE_HEADER),
+                tolerance=self.tolerance,
+            )
+        except InvalidSignature as exc:
+            logger.info("callback request for %s refused: %s", action, exc)
+            return _error(401, str(exc))
+        try:
+            parsed = parse_body(action, body)
+        except ValidationError as exc:
+            return _error(400, str(exc))
+        return await self._resolve(callback_id, parsed)
+
+    async def _read(self, request: Request) -> bytes | Response:
+        """The body, or the 400/413 response when it is malformed or too large."""
+        length = request.headers.get("content-length")
+        if length is not None:
+            if not length.isdigit() or not length.isascii():
+                return _error(400, "Content-Length must be a number of bytes")
+            if int(length) > self.max_body:
+                return _error(413, f"the body exceeds {self.max_body} bytes")
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > self.max_body:  # a missing or lying Content-Length
+                return _error(413, f"the body exceeds {self.max_body} bytes")
+        return bytes(body)
+
+    async def _resolve(self, callback_id: str, parsed: CallbackBody) -> Response:
+        retry = {"Retry-After": str(RETRY_AFTER)}
+        try:
+            row = await self._call(callback_id, parsed)
+        except CallbackNotFound as exc:
+            return _error(404, str(exc))
+        except ValidationError as exc:
+            return _error(400, str(exc))
+        except FollowUpError as exc:
+            logger.warning("callback %s rolled back: %s", parsed.action, exc)
+            return _error(503, f"a follow-up failed, nothing was changed: {exc}", retry)
+        except (DatabaseError, psycopg.OperationalError, PoolTimeout) as exc:
+            logger.warning("callback %s: database error: %s", parsed.action, exc)
+            return _error(503, "the database is unavailable; send the request again", retry)
+        body: dict[str, Any] = {"job_id": row.id, "state": row.state.value}
+        return JSONResponse(body)
+
+    async def _call(self, callback_id: str, parsed: CallbackBody) -> JobRow:
+        client = self.client
+        match parsed.action:
+            case "complete":
+                return await client.complete_external(callback_id, parsed.payload)
+            case "fail":
+                return await client.fail_external(callback_id, parsed.error)
+            case "retry":
+                return await client.retry_external(callback_id)
+            case "resume":
+                return await client.resume_external(callback_id, parsed.payload)
+            case _:
+                return await client.heartbeat_callback(callback_id, parsed.timeout)

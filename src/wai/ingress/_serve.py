@@ -1,0 +1,77 @@
+"""``serve``: run the callback ingress of a client with uvicorn until SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable, Iterator
+
+from wai.callbacks_sign import DEFAULT_TOLERANCE
+from wai.client import AsyncClient
+from wai.ingress._app import DEFAULT_MAX_BODY, create_callback_app
+
+try:
+    import uvicorn
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError("wai callbacks serve needs the http extra: pip install 'wai[http]'") from exc
+
+__all__ = ["serve"]
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, stopping on SIGTERM/SIGINT without re-raising the signal afterwards.
+
+    uvicorn's own handlers raise the captured signal again once the server has
+    stopped, which would kill the process before the client's pool is closed.
+    """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        loop = asyncio.get_running_loop()
+        installed: list[signal.Signals] = []
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, self._stop, sig)
+                installed.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass  # not the main thread, or not supported here
+        try:
+            yield
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+
+    def _stop(self, sig: signal.Signals) -> None:
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True  # a second Ctrl-C: stop waiting for open requests
+        self.should_exit = True
+
+
+async def serve(
+    client: AsyncClient,
+    *,
+    secret: bytes,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    max_body: int = DEFAULT_MAX_BODY,
+    tolerance: float = DEFAULT_TOLERANCE,
+    announce: Callable[[str], None] | None = None,
+) -> None:
+    """Open ``client``, check its schema, and serve its callback ingress until a signal.
+
+    Binds ``host:port``; ``announce`` receives a one-line banner once the schema
+    is checked. SIGTERM or SIGINT stop accepting connections, let open requests
+    finish, then close the client.
+    """
+    app = create_callback_app(client, secret=secret, max_body=max_body, tolerance=tolerance)
+    config = uvicorn.Config(app, host=host, port=port, lifespan="off", server_header=False)
+    server = _Server(config)
+    async with client:
+        await client.check_schema()
+        if announce is not None:
+            announce(
+                f"callback ingress on http://{host}:{port}/callbacks/{{id}}/{{action}}, "
+                f"schema {client.schema!r}, until SIGTERM or Ctrl-C"
+            )
+        await server.serve()
