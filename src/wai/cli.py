@@ -494,16 +494,6 @@ def _json_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _limit(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if not 1 <= value <= 10_000:
-        raise argparse.ArgumentTypeError(f"must be 1..10000, got {text!r}")
-    return value
-
-
 # -- helpers ---------------------------------------------------------------------------
 
 
@@ -542,24 +532,24 @@ def _parse_queues(specs: list[str]) -> dict[str, int] | None:
     return queues or None
 
 
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be 0..65535, got {text!r}")
-    return value
+def _int_in(low: int, high: int, what: str) -> Callable[[str], int]:
+    """An argparse type: an integer (``what``) from ``low`` to ``high``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be {low}..{high}, got {text!r}")
+        return value
+
+    return parse
 
 
-def _processes(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 1 <= value <= 256:
-        raise argparse.ArgumentTypeError(f"must be 1..256, got {text!r}")
-    return value
+_limit = _int_in(1, 10_000, "an integer")
+_port = _int_in(0, 65535, "a port number")
+_processes = _int_in(1, 256, "a whole number")
 
 
 def _seconds(text: str) -> float:
