@@ -20,6 +20,10 @@ FILES = {
     "_client_base_async.py": "_client_base.py",
     "_transitions_async.py": "_transitions.py",
     "_callbacks_async.py": "_callbacks.py",
+    "_dlq_db_async.py": "_dlq_db.py",
+    "_dlq_async.py": "_dlq.py",
+    "_cron_db_async.py": "_cron_db.py",
+    "_cron_async.py": "_cron.py",
 }
 
 SUBS = [
@@ -28,6 +32,8 @@ SUBS = [
     (r"\bAsyncCursor\b", "Cursor"),
     (r"\bAsyncClientBase\b", "ClientBase"),
     (r"\bAsyncCallbackMixin\b", "CallbackMixin"),
+    (r"\bAsyncDlqMixin\b", "DlqMixin"),
+    (r"\bAsyncCronMixin\b", "CronMixin"),
     (r"\bAbstractAsyncContextManager\b", "AbstractContextManager"),
     (r"\bAsyncTransaction\b", "Transaction"),
     (r"\bAsyncIterator\b", "Iterator"),
@@ -42,6 +48,10 @@ SUBS = [
     (r"\b_producer_async\b", "_producer"),
     (r"\b_transitions_async\b", "_transitions"),
     (r"\b_callbacks_async\b", "_callbacks"),
+    (r"\b_dlq_db_async\b", "_dlq_db"),
+    (r"\b_dlq_async\b", "_dlq"),
+    (r"\b_cron_db_async\b", "_cron_db"),
+    (r"\b_cron_async\b", "_cron"),
     (r"\b_client_base_async\b", "_client_base"),
     (r"the async client \(source of the sync client\)", "the sync client"),
 ]

@@ -10,12 +10,14 @@ from wai.admin import QueueStats
 from wai.callbacks import CallbackResolution
 from wai.client import AsyncClient, Client
 from wai.context import Job
+from wai.dlq import DlqEntry
 from wai.errors import (
     CallbackNotFound,
     DatabaseError,
     FollowUpError,
     InvalidStateError,
     JobNotFound,
+    ScheduleNotFound,
     SchemaNotMigrated,
     SerializationError,
     StaleAttempt,
@@ -29,6 +31,7 @@ from wai.followups import RescueReason
 from wai.inserts import EnqueueRequest
 from wai.instances import RuntimeInstance
 from wai.job import JobRow, JobState, Trigger
+from wai.periodic import Schedule
 from wai.queues import QueueConfig
 from wai.results import CallbackToken, Cancel, RetryAfter, Snooze, WaitForCallback
 from wai.unique import UniqueOpts
@@ -42,6 +45,7 @@ __all__ = [
     "Cancel",
     "Client",
     "DatabaseError",
+    "DlqEntry",
     "EnqueueRequest",
     "FollowUpError",
     "InvalidStateError",
@@ -54,6 +58,8 @@ __all__ = [
     "RescueReason",
     "RetryAfter",
     "RuntimeInstance",
+    "Schedule",
+    "ScheduleNotFound",
     "SchemaNotMigrated",
     "SerializationError",
     "Snooze",

@@ -14,8 +14,11 @@ from psycopg import Connection, Cursor
 from psycopg_pool import ConnectionPool
 
 from wai import _db as db
+from wai import _dlq_db as dlq_db
 from wai import _producer as producer
 from wai._callbacks import CallbackMixin
+from wai._cron import CronMixin
+from wai._dlq import DlqMixin
 from wai._registration import RegistrationMixin
 from wai._sql import validate_schema
 from wai._translate import translate_errors
@@ -79,8 +82,8 @@ class Transaction:
         return producer.insert_batch(self.connection, self._client.schema, jobs)
 
 
-class ClientBase(RegistrationMixin, CallbackMixin):
-    """Connection pool, registry, producer, admin and callback resolution methods."""
+class ClientBase(RegistrationMixin, CallbackMixin, DlqMixin, CronMixin):
+    """Connection pool, registry, producer, admin, callback, dead-letter and cron methods."""
 
     def __init__(
         self,
@@ -265,11 +268,20 @@ class ClientBase(RegistrationMixin, CallbackMixin):
     # -- admin ------------------------------------------------------------------------
 
     def get_job(self, job_id: int) -> JobRow:
-        """The job with ``job_id``; raises :class:`wai.JobNotFound`."""
+        """The job with ``job_id``.
+
+        Raises :class:`wai.JobNotFound`, whose message says when the job is in the
+        dead-letter queue.
+        """
         job_id = check_job_id(job_id)
         with self.connection() as conn:
             with translate_errors(self.schema):
                 row = db.job_get(conn, self.schema, job_id)
+                dead = dlq_db.dlq_get(conn, self.schema, job_id) if row is None else None
+        if dead is not None:
+            raise JobNotFound(
+                f"job {job_id} is in the dead-letter queue: see get_dlq_entry({job_id})"
+            )
         if row is None:
             raise JobNotFound(f"no job with id {job_id}")
         return row

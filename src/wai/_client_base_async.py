@@ -13,8 +13,11 @@ from psycopg import AsyncConnection, AsyncCursor
 from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
+from wai import _dlq_db_async as dlq_db
 from wai import _producer_async as producer
 from wai._callbacks_async import AsyncCallbackMixin
+from wai._cron_async import AsyncCronMixin
+from wai._dlq_async import AsyncDlqMixin
 from wai._registration import RegistrationMixin
 from wai._sql import validate_schema
 from wai._translate import translate_errors
@@ -78,8 +81,8 @@ class AsyncTransaction:
         return await producer.insert_batch(self.connection, self._client.schema, jobs)
 
 
-class AsyncClientBase(RegistrationMixin, AsyncCallbackMixin):
-    """Connection pool, registry, producer, admin and callback resolution methods."""
+class AsyncClientBase(RegistrationMixin, AsyncCallbackMixin, AsyncDlqMixin, AsyncCronMixin):
+    """Connection pool, registry, producer, admin, callback, dead-letter and cron methods."""
 
     def __init__(
         self,
@@ -264,11 +267,20 @@ class AsyncClientBase(RegistrationMixin, AsyncCallbackMixin):
     # -- admin ------------------------------------------------------------------------
 
     async def get_job(self, job_id: int) -> JobRow:
-        """The job with ``job_id``; raises :class:`wai.JobNotFound`."""
+        """The job with ``job_id``.
+
+        Raises :class:`wai.JobNotFound`, whose message says when the job is in the
+        dead-letter queue.
+        """
         job_id = check_job_id(job_id)
         async with self.connection() as conn:
             with translate_errors(self.schema):
                 row = await db.job_get(conn, self.schema, job_id)
+                dead = await dlq_db.dlq_get(conn, self.schema, job_id) if row is None else None
+        if dead is not None:
+            raise JobNotFound(
+                f"job {job_id} is in the dead-letter queue: see get_dlq_entry({job_id})"
+            )
         if row is None:
             raise JobNotFound(f"no job with id {job_id}")
         return row

@@ -19,6 +19,7 @@ from wai.instances import RuntimeInstance
 from wai.job import JobRow, JobState
 from wai.migrate import Migration, ledger_sql, lock_key, pending
 from wai.outcomes import Outcome
+from wai.queues import QueueSettings
 
 __all__ = [
     "callback_channel",
@@ -482,17 +483,17 @@ async def runtime_instance_list(conn: AsyncConnection[Any], schema: str) -> list
 
 
 async def queue_settings_upsert(
-    conn: AsyncConnection[Any],
-    schema: str,
-    settings: Sequence[tuple[str, float | None, float | None]],
+    conn: AsyncConnection[Any], schema: str, settings: Sequence[QueueSettings]
 ) -> None:
-    """Store ``(queue, completed_retention, priority_aging)`` in seconds; None keeps the old."""
+    """Store per-queue settings given in code; a None keeps the stored value."""
     await conn.execute(
         query("queue_settings_upsert", schema),
         {
-            "name": [s[0] for s in settings],
-            "retention": [s[1] for s in settings],
-            "aging": [s[2] for s in settings],
+            "name": [s.name for s in settings],
+            "retention": [s.retention for s in settings],
+            "aging": [s.priority_aging for s in settings],
+            "dlq": [s.dlq for s in settings],
+            "dlq_retention": [s.dlq_retention for s in settings],
         },
     )
 

@@ -9,6 +9,7 @@ from typing import Any
 from psycopg import Connection
 
 from wai import _db as db
+from wai import _dlq_db as dlq_db
 from wai import _producer as producer
 from wai.callbacks import (
     Resolved,
@@ -17,9 +18,10 @@ from wai.callbacks import (
     payload_json,
     resolution_outcome,
 )
+from wai.dlq import failure_reason
 from wai.errors import FollowUpError, WaiError
 from wai.followups import Applied, plan_followups
-from wai.job import JobRow
+from wai.job import JobRow, JobState
 from wai.outcomes import Outcome
 from wai.registry import Registry
 
@@ -43,7 +45,9 @@ def apply_outcomes(
     inserts of the rows it changed. A job whose spec fails (closure raised,
     returned the wrong type, or its follow-up insert failed) is taken out of the
     batch, which is applied again without it: its neighbours still commit, and it
-    is returned in ``rejected`` with its outcome uncommitted.
+    is returned in ``rejected`` with its outcome uncommitted. Jobs that fail in a
+    queue with the dead-letter queue on move there in the same transaction, after
+    their follow-ups are inserted.
     """
     applied = Applied()
     pending = list(outcomes)
@@ -58,6 +62,13 @@ def apply_outcomes(
                     raise _Rejected(plan.failed)
                 inserting = True
                 inserted = producer.insert_batch(conn, schema, plan.jobs)
+                inserting = False
+                failed = [
+                    (r.id, failure_reason(terminal=by_id[r.id].terminal))
+                    for r in rows
+                    if r.state is JobState.FAILED
+                ]
+                dead = dlq_db.dlq_route(conn, schema, failed)
         except _Rejected as rej:
             applied.rejected.extend((by_id[i], err) for i, err in rej.failed.items())
             pending = [o for o in pending if o.job_id not in rej.failed]
@@ -76,9 +87,11 @@ def apply_outcomes(
                 applied.rows.extend(one.rows)
                 applied.followups.extend(one.followups)
                 applied.rejected.extend(one.rejected)
+                applied.dead_lettered.update(one.dead_lettered)
             return applied
         applied.rows.extend(rows)
         applied.followups.extend(inserted)
+        applied.dead_lettered.update(dead)
         return applied
     return applied
 
@@ -159,4 +172,6 @@ def apply_resolution(
         outcome = resolution_outcome(req.action, changed, req.error)
         if outcome is not None:
             _followups(conn, schema, registry, changed, outcome)
+        if changed.state is JobState.FAILED:
+            dlq_db.dlq_route(conn, schema, [(changed.id, failure_reason(terminal=True))])
     return Resolved(row=changed, outcome=outcome, action=req.action, payload=payload)

@@ -84,8 +84,8 @@ def rejected(
 ) -> InvalidStateError:
     """The :class:`wai.InvalidStateError` for ``action`` on a job found in ``state``."""
     order = [s.value for s in JobState if s in allowed]
+    which = f"{', '.join(order[:-1])} or {order[-1]}" if len(order) > 1 else order[0]
     return InvalidStateError(
-        f"cannot {action} job {job_id}: it is {state}; {action} applies to "
-        f"{', '.join(order[:-1])} or {order[-1]} jobs",
+        f"cannot {action} job {job_id}: it is {state}; {action} applies to {which} jobs",
         state=state,
     )

@@ -39,12 +39,15 @@ class AsyncClient(AsyncClientBase):
         are keyword arguments in seconds: ``poll_interval``,
         ``heartbeat_interval``, ``heartbeat_staleness``, ``rescue_interval``,
         ``promote_interval``, ``election_interval``, ``record_interval``,
-        ``cleanup_interval``, ``aging_interval``, and the retention defaults
-        ``completed_retention``, ``failed_retention``, ``cancelled_retention``,
-        ``outbox_retention``
-        (see :class:`wai.worker.RuntimeSettings`); ``maintenance=False`` leaves
+        ``cleanup_interval``, ``aging_interval``, ``cron_interval``, and the
+        retention defaults ``completed_retention``, ``failed_retention``,
+        ``cancelled_retention``, ``outbox_retention``, ``dlq_retention``
+        (see :class:`wai.worker.RuntimeSettings`); ``dlq=True`` turns the
+        dead-letter queue on for every served queue whose :class:`wai.QueueConfig`
+        leaves it None; ``maintenance=False`` leaves
         promotion and the other leader-elected services to other processes;
-        ``burst=True`` stops the workers once their queues are empty.
+        ``burst=True`` stops the workers once their queues are empty. The
+        schedules registered with :meth:`periodic` are stored before it returns.
         """
         if self._runtime is not None and not self._runtime.stopped:
             raise ValidationError("this client's workers are already running")

@@ -11,6 +11,7 @@ Every exception subclasses :class:`WaiError`::
     ├── JobNotFound            no job with that id
     ├── InvalidStateError      an operator action does not apply to the job's state
     ├── CallbackNotFound       unknown, stale or already-resolved callback id
+    ├── ScheduleNotFound       no periodic schedule with that name
     ├── StaleAttempt           this attempt no longer owns its job (fenced by its run lease)
     ├── FollowUpError          a follow-up spec failed
     ├── DatabaseError          PostgreSQL failed in a way wai cannot hide
@@ -25,6 +26,7 @@ __all__ = [
     "FollowUpError",
     "InvalidStateError",
     "JobNotFound",
+    "ScheduleNotFound",
     "SchemaNotMigrated",
     "SerializationError",
     "StaleAttempt",
@@ -105,3 +107,7 @@ class DatabaseError(WaiError):
 
 class TerminalError(WaiError):
     """Raise from a handler to fail the job now, without further retries."""
+
+
+class ScheduleNotFound(WaiError):
+    """No periodic (cron) schedule has that name in the database."""

@@ -138,7 +138,8 @@ class Applied:
 
     ``rows`` are the post-transition rows that changed (stale attempts are absent),
     ``followups`` the inserted follow-up rows, ``rejected`` the outcomes rolled back
-    because a follow-up spec failed, each with the error naming the spec.
+    because a follow-up spec failed, each with the error naming the spec, and
+    ``dead_lettered`` the failed jobs moved to the dead-letter queue, with reason.
     """
 
     rows: list[JobRow] = field(default_factory=list[JobRow])
@@ -146,6 +147,7 @@ class Applied:
     rejected: list[tuple[Outcome, FollowUpError]] = field(
         default_factory=list[tuple[Outcome, FollowUpError]]
     )
+    dead_lettered: dict[int, str] = field(default_factory=dict[int, str])
 
 
 def decode_for(registry: Registry, row: JobRow) -> Any:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from wai.errors import ValidationError
 from wai.inserts import validate_queue
 
-__all__ = ["MAX_SECONDS", "QueueConfig", "normalize_queues"]
+__all__ = ["MAX_SECONDS", "QueueConfig", "QueueSettings", "normalize_queues"]
 
 #: The longest retention or aging interval accepted: 100 years, in seconds.
 MAX_SECONDS = 100 * 365 * 24 * 3600.0
@@ -25,19 +25,24 @@ class QueueConfig:
     this queue are kept before retention cleanup deletes them; *priority_aging*
     (seconds) turns on priority aging: an ``available`` job's priority number
     drops by one (down to 1) for every *priority_aging* seconds it has waited
-    since ``run_at``. Both are stored in the ``queues`` table when the worker
-    starts, so the maintenance leader applies them whichever process leads;
-    None leaves the stored value as it is. *dlq* and *rate_limit* are reserved
-    for the dead-letter queue and rate limiting.
+    since ``run_at``. *dlq* turns the dead-letter queue on (True) or off (False)
+    for the queue: its jobs that fail (terminal error, attempts exhausted,
+    callback timeout on the last attempt) move to the ``dlq`` table; None takes
+    ``start(dlq=...)``. *dlq_retention* (seconds) overrides how long its
+    dead-letter entries are kept (default ``start(dlq_retention=...)``, 30 days).
+    These settings are stored in the ``queues`` table when the worker starts, so
+    every process (the maintenance leader, a callback receiver) applies them;
+    None leaves the stored value as it is. *rate_limit* is reserved.
     """
 
     concurrency: int = 10
     deadline: float | None = None
     claim_batch_size: int | None = None
-    dlq: bool = False
+    dlq: bool | None = None
     rate_limit: float | None = None
     retention: float | None = None
     priority_aging: float | None = None
+    dlq_retention: float | None = None
 
     def __post_init__(self) -> None:
         if (
@@ -48,7 +53,9 @@ class QueueConfig:
             raise ValidationError(f"concurrency must be 1..10000, got {self.concurrency!r}")
         if self.deadline is not None and self.deadline <= 0:
             raise ValidationError(f"deadline must be > 0 seconds, got {self.deadline!r}")
-        for name in ("retention", "priority_aging"):
+        if self.dlq is not None and not isinstance(self.dlq, bool):
+            raise ValidationError(f"dlq must be True, False or None, got {self.dlq!r}")
+        for name in ("retention", "priority_aging", "dlq_retention"):
             value = getattr(self, name)
             if value is not None and (
                 isinstance(value, bool)
@@ -62,6 +69,38 @@ class QueueConfig:
             raise ValidationError(
                 f"claim_batch_size must be 1..10000, got {self.claim_batch_size!r}"
             )
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSettings:
+    """What a worker stores in the ``queues`` table for one queue (None keeps the stored value)."""
+
+    name: str
+    retention: float | None = None
+    priority_aging: float | None = None
+    dlq: bool | None = None
+    dlq_retention: float | None = None
+
+    @property
+    def empty(self) -> bool:
+        """True when there is nothing to store."""
+        return (
+            self.retention is None
+            and self.priority_aging is None
+            and self.dlq is None
+            and self.dlq_retention is None
+        )
+
+    @classmethod
+    def of(cls, name: str, config: QueueConfig, *, dlq: bool | None) -> QueueSettings:
+        """The settings of ``config``; ``dlq`` is the process-wide default."""
+        return cls(
+            name=name,
+            retention=config.retention,
+            priority_aging=config.priority_aging,
+            dlq=config.dlq if config.dlq is not None else dlq,
+            dlq_retention=config.dlq_retention,
+        )
 
 
 def normalize_queues(

@@ -11,6 +11,7 @@ from wai.errors import ValidationError
 from wai.followups import OUTCOMES, Spec, default_name
 from wai.inserts import validate_queue
 from wai.kinds import kind_of_type
+from wai.periodic import Periodic
 
 __all__ = ["Registry", "Task", "known_queue"]
 
@@ -45,6 +46,13 @@ class Registry:
         self.hooks: dict[str, list[Callable[..., Any]]] = {}
         self.specs: dict[tuple[str, str], list[Spec]] = {}
         self.args_types: dict[str, type[Any]] = {}
+        self.periodics: dict[str, Periodic] = {}
+
+    def add_periodic(self, periodic: Periodic) -> None:
+        """Register a periodic schedule; its name must be new to this registry."""
+        if periodic.name in self.periodics:
+            raise ValidationError(f"a periodic schedule named {periodic.name!r} is registered")
+        self.periodics[periodic.name] = periodic
 
     def _remember_type(self, kind: str, kind_or_type: type[Any] | str) -> None:
         if not isinstance(kind_or_type, str):

@@ -1,4 +1,4 @@
-"""Leader-elected maintenance: promotion, rescue, retention cleanup, aging, record collection."""
+"""Leader-elected maintenance: promotion, rescue, cleanup, aging, cron, record collection."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from wai.maintenance._leader import Elector, new_instance_id
 from wai.maintenance._service import PeriodicService
 from wai.maintenance.aging import Aging, AgingResult
 from wai.maintenance.cleaner import Cleaner, CleanerResult
+from wai.maintenance.cron import CronFirer, CronResult
 from wai.maintenance.outbox import OutboxSweeper, SweepResult
 from wai.maintenance.promoter import Promoter, PromoterResult
 from wai.maintenance.reaper import InstanceReaper, InstanceReaperResult
@@ -16,6 +17,8 @@ __all__ = [
     "AgingResult",
     "Cleaner",
     "CleanerResult",
+    "CronFirer",
+    "CronResult",
     "Elector",
     "InstanceReaper",
     "InstanceReaperResult",

@@ -3,26 +3,35 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
+from wai import _dlq_db_async as dlq_db
 from wai.maintenance._service import PeriodicService
 
 __all__ = ["Cleaner", "CleanerResult"]
+
+
+class _Expire(Protocol):
+    async def __call__(
+        self, conn: AsyncConnection[Any], schema: str, *, retention: float, limit: int
+    ) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
 class CleanerResult:
     """Jobs deleted in one pass, per state (``completed``, ``failed``, ``cancelled``).
 
-    ``outbox`` counts the outbox rows deleted past the outbox retention.
+    ``outbox`` counts the outbox rows deleted past the outbox retention, ``dlq``
+    the dead-letter entries deleted past theirs.
     """
 
     deleted: dict[str, int] = field(default_factory=dict[str, int])
     outbox: int = 0
+    dlq: int = 0
 
 
 class Cleaner(PeriodicService):
@@ -40,6 +49,8 @@ class Cleaner(PeriodicService):
     Outbox rows created longer than *outbox* seconds ago are deleted the same
     way (the rows nobody dispatched: no live process holds specs for their kind
     and outcome, or their closures kept failing); rows a sweeper holds are skipped.
+    So are dead-letter entries older than their queue's ``dlq_retention`` (the
+    ``queues`` table) or else *dlq* seconds, counted from when they entered.
     """
 
     def __init__(
@@ -52,6 +63,7 @@ class Cleaner(PeriodicService):
         failed: float,
         cancelled: float,
         outbox: float = 7 * 24 * 3600.0,
+        dlq: float = 30 * 24 * 3600.0,
         batch_size: int = 1000,
         max_batches: int = 32,
     ) -> None:
@@ -62,11 +74,12 @@ class Cleaner(PeriodicService):
         self._failed = failed
         self._cancelled = cancelled
         self._outbox = outbox
+        self._dlq = dlq
         self._batch_size = batch_size
         self._max_batches = max_batches
 
     async def run_once(self) -> CleanerResult:
-        """Delete expired terminal jobs, then expired outbox rows, in bounded batches."""
+        """Delete expired terminal jobs, outbox rows and dead-letter entries, in batches."""
         total: dict[str, int] = {}
         for _ in range(self._max_batches):
             async with self._pool.connection() as conn:
@@ -82,13 +95,16 @@ class Cleaner(PeriodicService):
                 total[state] = total.get(state, 0) + n
             if sum(batch.values()) < self._batch_size:
                 break
-        outbox = 0
+        outbox = await self._expire(db.outbox_delete_expired, self._outbox)
+        dead = await self._expire(dlq_db.dlq_delete_expired, self._dlq)
+        return CleanerResult(total, outbox, dead)
+
+    async def _expire(self, delete: _Expire, retention: float) -> int:
+        done = 0
         for _ in range(self._max_batches):
             async with self._pool.connection() as conn:
-                n = await db.outbox_delete_expired(
-                    conn, self._schema, retention=self._outbox, limit=self._batch_size
-                )
-            outbox += n
+                n = await delete(conn, self._schema, retention=retention, limit=self._batch_size)
+            done += n
             if n < self._batch_size:
                 break
-        return CleanerResult(total, outbox)
+        return done

@@ -10,7 +10,9 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
-from wai.job import JobRow
+from wai import _dlq_db_async as dlq_db
+from wai.dlq import failure_reason
+from wai.job import JobRow, JobState
 from wai.maintenance._service import PeriodicService
 
 __all__ = ["Rescuer", "RescuerResult"]
@@ -30,7 +32,9 @@ class Rescuer(PeriodicService):
     result of a zombie worker is fenced. A deadline is rescued ``deadline_grace``
     seconds after it passed, so a live worker records its own deadline error first.
     ``on_rescued`` lets the rescuing process flip ``is_cancelled()`` for attempts
-    that live in it.
+    that live in it. A job failed by rescue in a queue with the dead-letter queue
+    on moves there in the rescue's transaction (reason ``callback_timeout`` or
+    ``max_attempts_exhausted``).
     """
 
     def __init__(
@@ -56,7 +60,7 @@ class Rescuer(PeriodicService):
         """Rescue in batches until none is left or 32 batches ran."""
         counts: dict[str, int] = {}
         for _ in range(32):
-            async with self._pool.connection() as conn:
+            async with self._pool.connection() as conn, conn.transaction():
                 rows = await db.job_rescue(
                     conn,
                     self._schema,
@@ -64,6 +68,15 @@ class Rescuer(PeriodicService):
                     deadline_grace=self._deadline_grace,
                     limit=self._batch_size,
                 )
+                failed = [
+                    (
+                        row.id,
+                        failure_reason(terminal=False, callback_timeout=why == "callback_timeout"),
+                    )
+                    for row, why in rows
+                    if row.state is JobState.FAILED
+                ]
+                await dlq_db.dlq_route(conn, self._schema, failed)
             for _row, reason in rows:
                 counts[reason] = counts.get(reason, 0) + 1
             if rows and self._on_rescued is not None:

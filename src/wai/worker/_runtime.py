@@ -16,6 +16,7 @@ from wai.job import JobRow
 from wai.maintenance import (
     Aging,
     Cleaner,
+    CronFirer,
     Elector,
     InstanceReaper,
     OutboxSweeper,
@@ -26,7 +27,7 @@ from wai.maintenance import (
 )
 from wai.maintenance._service import stop_tasks
 from wai.outcomes import Outcome
-from wai.queues import QueueConfig
+from wai.queues import QueueConfig, QueueSettings
 from wai.worker._callbacks import AttemptCallbacks
 from wai.worker._executor import execute, shutdown_outcome
 from wai.worker._finalizer import Finalizer
@@ -83,6 +84,7 @@ class Runtime:
         try:
             await client.check_schema()
             await self._store_queue_settings()
+            await client.upsert_cron()
         except BaseException:
             self.stopped = True  # nothing started: the client may start again later
             raise
@@ -165,13 +167,10 @@ class Runtime:
         await self.recorder.refresh()  # the record exists once start() returns
 
     async def _store_queue_settings(self) -> None:
-        # QueueConfig(retention=..., priority_aging=...) lands in the queues table, where
-        # the maintenance leader reads it, whichever process leads.
-        settings = [
-            (name, c.retention, c.priority_aging)
-            for name, c in self.queues.items()
-            if c.retention is not None or c.priority_aging is not None
-        ]
+        # QueueConfig(retention=..., priority_aging=..., dlq=...) lands in the queues table,
+        # where the maintenance leader and every process that fails a job read it.
+        every = (QueueSettings.of(n, c, dlq=self.settings.dlq) for n, c in self.queues.items())
+        settings = [s for s in every if not s.empty]
         if settings:
             async with self.client.pool.connection() as conn:
                 await db.queue_settings_upsert(conn, self.client.schema, settings)
@@ -200,8 +199,10 @@ class Runtime:
                 failed=self.settings.failed_retention,
                 cancelled=self.settings.cancelled_retention,
                 outbox=self.settings.outbox_retention,
+                dlq=self.settings.dlq_retention,
             ),
             Aging(self.client.pool, self.client.schema, interval=self.settings.aging_interval),
+            CronFirer(self.client.pool, self.client.schema, interval=self.settings.cron_interval),
             InstanceReaper(
                 self.client.pool,
                 self.client.schema,

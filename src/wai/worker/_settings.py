@@ -30,7 +30,12 @@ class RuntimeSettings:
     that have it configured. *outbox_interval*: how often a process holding
     follow-up specs dispatches outbox rows (rescue follow-ups).
     *outbox_retention*: how old an undispatched outbox row gets before the
-    leader's cleanup deletes it (by ``created_at``).
+    leader's cleanup deletes it (by ``created_at``). *dlq*: the dead-letter
+    policy of every served queue whose :class:`wai.QueueConfig` leaves it None
+    (None here too: keep what the ``queues`` table says). *dlq_retention*: how
+    long dead-letter entries are kept (by the time they entered), unless their
+    queue sets its own. *cron_interval*: how often the leader fires due periodic
+    schedules.
     """
 
     poll_interval: float = 1.0
@@ -52,6 +57,9 @@ class RuntimeSettings:
     aging_interval: float = 10.0
     outbox_interval: float = 1.0
     outbox_retention: float = 7 * 24 * 3600.0
+    dlq: bool | None = None
+    dlq_retention: float = 30 * 24 * 3600.0
+    cron_interval: float = 1.0
 
     def __post_init__(self) -> None:
         for name in (
@@ -69,6 +77,8 @@ class RuntimeSettings:
             "aging_interval",
             "outbox_interval",
             "outbox_retention",
+            "dlq_retention",
+            "cron_interval",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
@@ -78,6 +88,7 @@ class RuntimeSettings:
             "failed_retention",
             "cancelled_retention",
             "outbox_retention",
+            "dlq_retention",
         ):
             if not getattr(self, name) <= MAX_SECONDS:  # NaN and inf too
                 raise ValidationError(f"{name} must be at most {MAX_SECONDS:.0f} seconds")
@@ -87,6 +98,8 @@ class RuntimeSettings:
                 f"heartbeat_staleness ({self.heartbeat_staleness}s) must be at least "
                 f"3 x heartbeat_interval ({self.heartbeat_interval}s), or live jobs get rescued"
             )
+        if self.dlq is not None and not isinstance(self.dlq, bool):
+            raise ValidationError(f"dlq must be True, False or None, got {self.dlq!r}")
         if not 1 <= self.completion_batch_size <= 10_000:
             raise ValidationError("completion_batch_size must be 1..10000")
         if not 0 <= self.completion_flush_interval <= 1:

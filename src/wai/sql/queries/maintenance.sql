@@ -43,13 +43,17 @@ SELECT * FROM {schema}.runtime_instances ORDER BY started_at, instance_id;
 
 -- name: queue_settings_upsert :exec
 -- Record per-queue settings given in code (QueueConfig); a NULL leaves the stored value.
-INSERT INTO {schema}.queues AS q (name, completed_retention, priority_aging)
-SELECT s.name, make_interval(secs => s.retention), make_interval(secs => s.aging)
-FROM unnest(%(name)s::text[], %(retention)s::float8[], %(aging)s::float8[])
-    AS s(name, retention, aging)
+INSERT INTO {schema}.queues AS q (name, completed_retention, priority_aging, dlq, dlq_retention)
+SELECT s.name, make_interval(secs => s.retention), make_interval(secs => s.aging), s.dlq,
+       make_interval(secs => s.dlq_retention)
+FROM unnest(%(name)s::text[], %(retention)s::float8[], %(aging)s::float8[], %(dlq)s::bool[],
+            %(dlq_retention)s::float8[])
+    AS s(name, retention, aging, dlq, dlq_retention)
 ON CONFLICT (name) DO UPDATE
 SET completed_retention = coalesce(excluded.completed_retention, q.completed_retention),
     priority_aging = coalesce(excluded.priority_aging, q.priority_aging),
+    dlq = coalesce(excluded.dlq, q.dlq),
+    dlq_retention = coalesce(excluded.dlq_retention, q.dlq_retention),
     updated_at = now();
 
 -- name: job_delete_finalized :many

@@ -1,0 +1,282 @@
+"""Dead-letter queue methods shared by the async client (source of the sync client)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime
+from typing import Any
+
+from psycopg import AsyncConnection
+
+from wai import _dlq_db_async as dlq_db
+from wai._translate import translate_errors
+from wai.admin import check_job_id, rejected
+from wai.dlq import DlqEntry, DlqFilter, check_reason, decode_cursor
+from wai.errors import JobNotFound, UniqueConflict, ValidationError
+from wai.inserts import validate_queue
+from wai.job import JobRow, JobState
+
+__all__ = ["AsyncDlqMixin"]
+
+#: A bulk action's progress callback: called after each batch with the running total.
+Progress = Callable[[int], None]
+
+
+def _check_limit(name: str, value: object, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+        raise ValidationError(f"{name} must be 1..{high}, got {value!r}")
+    return value
+
+
+def _check_target(queue: str | None, priority: int | None, run_at: datetime | None) -> None:
+    if queue is not None:
+        validate_queue(queue)
+    if priority is not None:
+        _check_limit("priority", priority, 4)
+    if run_at is not None and (not isinstance(run_at, datetime) or run_at.tzinfo is None):
+        raise ValidationError(f"run_at must be a timezone-aware datetime, got {run_at!r}")
+
+
+class AsyncDlqMixin:
+    """List, inspect, retry, move and purge dead-lettered jobs.
+
+    Jobs of a queue with the dead-letter queue on leave the jobs table when they
+    fail (see :mod:`wai.dlq`). Bulk actions work in batches of ``batch_size``,
+    each its own transaction, and call ``on_progress`` with the running total
+    after each; they refuse to run without a filter unless ``all=True``.
+    """
+
+    schema: str
+
+    def connection(self) -> AbstractAsyncContextManager[AsyncConnection[Any]]:
+        """Borrow a connection (provided by the client)."""
+        raise NotImplementedError
+
+    async def list_dlq(
+        self,
+        *,
+        queue: str | None = None,
+        kind: str | None = None,
+        tag: str | None = None,
+        reason: str | None = None,
+        limit: int = 100,
+        before: str | None = None,
+    ) -> list[DlqEntry]:
+        """Dead-lettered jobs, newest first; pass the last entry's ``.cursor`` as ``before``."""
+        flt = DlqFilter(queue=queue, kind=kind, tag=tag, reason=reason)
+        _check_limit("limit", limit, 10_000)
+        after = decode_cursor(before) if before is not None else None
+        async with self.connection() as conn:
+            with translate_errors(self.schema):
+                return await dlq_db.dlq_list(conn, self.schema, flt, before=after, limit=limit)
+
+    async def get_dlq_entry(self, job_id: int) -> DlqEntry:
+        """The dead-letter entry of job ``job_id``; raises :class:`wai.JobNotFound`."""
+        job_id = check_job_id(job_id)
+        async with self.connection() as conn:
+            with translate_errors(self.schema):
+                entry = await dlq_db.dlq_get(conn, self.schema, job_id)
+        if entry is None:
+            raise JobNotFound(f"job {job_id} is not in the dead-letter queue")
+        return entry
+
+    async def dlq_depth(self, queue: str | None = None) -> int:
+        """How many jobs are dead-lettered, in ``queue`` or in all queues."""
+        depths = await self.dlq_depths()
+        if queue is not None:
+            return depths.get(validate_queue(queue), 0)
+        return sum(depths.values())
+
+    async def dlq_depths(self) -> dict[str, int]:
+        """Dead-lettered jobs per queue (queues without any are left out)."""
+        async with self.connection() as conn:
+            with translate_errors(self.schema):
+                return await dlq_db.dlq_depth(conn, self.schema)
+
+    async def retry_from_dlq(
+        self,
+        job_id: int,
+        *,
+        queue: str | None = None,
+        priority: int | None = None,
+        run_at: datetime | None = None,
+    ) -> JobRow:
+        """Put a dead-lettered job back to run; returns its row.
+
+        The job keeps its id, errors, metadata, run lease and lineage, and gets a
+        fresh retry budget (``attempt`` 0). It becomes ``available`` now, or
+        ``scheduled`` for a future ``run_at``; ``queue`` and ``priority`` move or
+        re-prioritise it. Raises :class:`wai.JobNotFound` when it is not
+        dead-lettered, and :class:`wai.UniqueConflict` (the entry stays) when a
+        live job holds its unique key.
+        """
+        job_id = check_job_id(job_id)
+        _check_target(queue, priority, run_at)
+        async with self.connection() as conn:
+            with translate_errors(self.schema):
+                batch = await dlq_db.dlq_retry(
+                    conn,
+                    self.schema,
+                    ids=[job_id],
+                    limit=1,
+                    to_queue=queue,
+                    priority=priority,
+                    run_at=run_at,
+                )
+        if batch.restored:
+            return batch.restored[0]
+        if batch.held:
+            raise UniqueConflict(
+                f"job {job_id} stays in the dead-letter queue: a live job holds its unique key"
+            )
+        raise JobNotFound(f"job {job_id} is not in the dead-letter queue")
+
+    async def bulk_retry_from_dlq(
+        self,
+        *,
+        queue: str | None = None,
+        kind: str | None = None,
+        tag: str | None = None,
+        reason: str | None = None,
+        all: bool = False,
+        to_queue: str | None = None,
+        priority: int | None = None,
+        run_at: datetime | None = None,
+        batch_size: int = 1000,
+        on_progress: Progress | None = None,
+    ) -> int:
+        """Retry every dead-lettered job matching the filters, oldest first; returns how many.
+
+        Like :meth:`retry_from_dlq` for each entry (``to_queue``, ``priority`` and
+        ``run_at`` apply to all). Entries whose unique key a live job holds stay.
+        """
+        flt = DlqFilter(queue=queue, kind=kind, tag=tag, reason=reason)
+        flt.require("bulk_retry_from_dlq", all=all)
+        _check_target(to_queue, priority, run_at)
+        _check_limit("batch_size", batch_size, 10_000)
+        done = 0
+        after: tuple[datetime, int] | None = None
+        while True:
+            async with self.connection() as conn:
+                with translate_errors(self.schema):
+                    batch = await dlq_db.dlq_retry(
+                        conn,
+                        self.schema,
+                        flt=flt,
+                        after=after,
+                        limit=batch_size,
+                        to_queue=to_queue,
+                        priority=priority,
+                        run_at=run_at,
+                    )
+            done += len(batch.restored)
+            after = batch.last
+            if on_progress is not None and batch.looked_at:
+                on_progress(done)
+            if batch.looked_at < batch_size:
+                return done
+
+    async def move_to_dlq(self, job_id: int, reason: str = "manual") -> DlqEntry:
+        """Move a ``failed`` job to the dead-letter queue, whatever its queue's policy.
+
+        Raises :class:`wai.JobNotFound`, or :class:`wai.InvalidStateError` when
+        the job is not ``failed``.
+        """
+        job_id = check_job_id(job_id)
+        reason = check_reason(reason)
+        async with self.connection() as conn:
+            with translate_errors(self.schema):
+                async with conn.transaction():
+                    found = await dlq_db.dlq_move_one(conn, self.schema, job_id, reason)
+                    entry = await dlq_db.dlq_get(conn, self.schema, job_id)
+        if found is None:
+            raise JobNotFound(f"no job with id {job_id}")
+        state, moved = found
+        if not moved or entry is None:
+            raise rejected(
+                "move to the dead-letter queue", job_id, state, frozenset({JobState.FAILED})
+            )
+        return entry
+
+    async def bulk_move_to_dlq(
+        self,
+        *,
+        queue: str | None = None,
+        kind: str | None = None,
+        tag: str | None = None,
+        all: bool = False,
+        reason: str = "manual",
+        batch_size: int = 1000,
+        on_progress: Progress | None = None,
+    ) -> int:
+        """Move every ``failed`` job matching the filters to the dead-letter queue."""
+        flt = DlqFilter(queue=queue, kind=kind, tag=tag)
+        flt.require("bulk_move_to_dlq", all=all)
+        reason = check_reason(reason)
+        _check_limit("batch_size", batch_size, 10_000)
+        done = 0
+        while True:
+            async with self.connection() as conn:
+                with translate_errors(self.schema):
+                    moved = await dlq_db.dlq_move_failed(
+                        conn, self.schema, flt, reason=reason, limit=batch_size
+                    )
+            done += moved
+            if on_progress is not None and moved:
+                on_progress(done)
+            if moved < batch_size:
+                return done
+
+    async def purge_dlq_entry(self, job_id: int) -> None:
+        """Delete one dead-letter entry for good; raises :class:`wai.JobNotFound`."""
+        job_id = check_job_id(job_id)
+        async with self.connection() as conn:
+            with translate_errors(self.schema):
+                purged = await dlq_db.dlq_purge(conn, self.schema, ids=[job_id], limit=1)
+        if not purged:
+            raise JobNotFound(f"job {job_id} is not in the dead-letter queue")
+
+    async def purge_dlq(
+        self,
+        *,
+        queue: str | None = None,
+        kind: str | None = None,
+        tag: str | None = None,
+        reason: str | None = None,
+        all: bool = False,
+        batch_size: int = 1000,
+        on_progress: Progress | None = None,
+    ) -> int:
+        """Delete every dead-letter entry matching the filters; returns how many.
+
+        Without a filter it deletes nothing and raises :class:`wai.ValidationError`
+        unless ``all=True``.
+        """
+        flt = DlqFilter(queue=queue, kind=kind, tag=tag, reason=reason)
+        flt.require("purge_dlq", all=all)
+        _check_limit("batch_size", batch_size, 10_000)
+        done = 0
+        while True:
+            async with self.connection() as conn:
+                with translate_errors(self.schema):
+                    purged = await dlq_db.dlq_purge(conn, self.schema, flt=flt, limit=batch_size)
+            done += purged
+            if on_progress is not None and purged:
+                on_progress(done)
+            if purged < batch_size:
+                return done
+
+    async def count_dlq(
+        self,
+        *,
+        queue: str | None = None,
+        kind: str | None = None,
+        tag: str | None = None,
+        reason: str | None = None,
+    ) -> int:
+        """How many dead-letter entries match the filters (what a bulk action would cover)."""
+        flt = DlqFilter(queue=queue, kind=kind, tag=tag, reason=reason)
+        async with self.connection() as conn:
+            with translate_errors(self.schema):
+                return await dlq_db.dlq_count(conn, self.schema, flt)
