@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import psycopg
 import pytest
 
 import wai
@@ -580,3 +581,35 @@ async def test_queue_config_validates_dlq_settings() -> None:
         wai.QueueConfig(dlq="yes")  # type: ignore[arg-type]
     with pytest.raises(wai.ValidationError, match="dlq_retention"):
         wai.QueueConfig(dlq_retention=0)
+
+
+async def test_a_failing_move_rolls_back_the_failure_and_its_followups(
+    aclient: wai.AsyncClient,
+) -> None:
+    # The move runs in the failure's transaction: when it cannot be written, neither is
+    # the failure nor its Exhausted follow-up, and the attempt stays running (for rescue).
+    aclient.on_exhausted_enqueue(Work, lambda args, job, error, attempt: Failed(of=job.id))
+    await dlq_on(aclient)
+    await fetch(
+        aclient,
+        "CREATE FUNCTION wai.refuse() RETURNS trigger LANGUAGE plpgsql AS"
+        " $$ BEGIN RAISE EXCEPTION 'dlq unavailable'; END $$;"
+        " CREATE TRIGGER refuse BEFORE INSERT ON wai.dlq"
+        " FOR EACH ROW EXECUTE FUNCTION wai.refuse()",
+    )
+    row = await aclient.insert(Work(), queue="q", max_attempts=1)
+    claimed = await claim(aclient)
+    fail = Outcome(
+        job_id=row.id,
+        run_lease=claimed.run_lease,
+        state=wai.JobState.FAILED,
+        event="exhausted",
+        error="x",
+        terminal=True,
+    )
+    async with aclient.connection() as conn:
+        with pytest.raises(psycopg.errors.RaiseException, match="dlq unavailable"):
+            await apply_outcomes(conn, aclient.schema, aclient.registry, [fail])
+    assert (await aclient.get_job(row.id)).state == "running"
+    assert await count(aclient, "kind = 'failed'") == 0
+    assert await aclient.dlq_depth() == 0
