@@ -12,11 +12,11 @@ from psycopg import Connection
 
 from wai import _dlq_db as dlq_db
 from wai._translate import translate_errors
-from wai.admin import check_job_id, rejected
+from wai.admin import check_job_id
 from wai.dlq import DlqEntry, DlqFilter, check_reason, decode_cursor
-from wai.errors import JobNotFound, UniqueConflict, ValidationError
+from wai.errors import InvalidStateError, JobNotFound, UniqueConflict, ValidationError
 from wai.inserts import validate_queue
-from wai.job import JobRow, JobState
+from wai.job import JobRow
 
 __all__ = ["DlqMixin"]
 
@@ -150,7 +150,9 @@ class DlqMixin:
         """Retry every dead-lettered job matching the filters, oldest first; returns how many.
 
         Like :meth:`retry_from_dlq` for each entry (``to_queue``, ``priority`` and
-        ``run_at`` apply to all). Entries whose unique key a live job holds stay.
+        ``run_at`` apply to all). Entries whose unique key a live job holds stay and
+        are not counted; so do entries that arrive after the call started (a retried
+        job that fails again is not retried twice).
         """
         flt = DlqFilter(queue=queue, kind=kind, tag=tag, reason=reason)
         flt.require("bulk_retry_from_dlq", all=all)
@@ -158,6 +160,9 @@ class DlqMixin:
         _check_limit("batch_size", batch_size, 10_000)
         done = 0
         after: tuple[datetime, int] | None = None
+        with self.connection() as conn:
+            with translate_errors(self.schema):
+                until = dlq_db.db_now(conn, self.schema)
         while True:
             with self.connection() as conn:
                 with translate_errors(self.schema):
@@ -166,6 +171,7 @@ class DlqMixin:
                         self.schema,
                         flt=flt,
                         after=after,
+                        until=until,
                         limit=batch_size,
                         to_queue=to_queue,
                         priority=priority,
@@ -175,7 +181,7 @@ class DlqMixin:
             after = batch.last
             if on_progress is not None and batch.looked_at:
                 on_progress(done)
-            if batch.looked_at < batch_size:
+            if not batch.looked_at:
                 return done
 
     def move_to_dlq(self, job_id: int, reason: str = "manual") -> DlqEntry:
@@ -195,8 +201,10 @@ class DlqMixin:
             raise JobNotFound(f"no job with id {job_id}")
         state, moved = found
         if not moved or entry is None:
-            raise rejected(
-                "move to the dead-letter queue", job_id, state, frozenset({JobState.FAILED})
+            raise InvalidStateError(
+                f"cannot move job {job_id} to the dead-letter queue: it is {state}; "
+                "only failed jobs can be moved",
+                state=state,
             )
         return entry
 
@@ -226,7 +234,7 @@ class DlqMixin:
             done += moved
             if on_progress is not None and moved:
                 on_progress(done)
-            if moved < batch_size:
+            if not moved:
                 return done
 
     def purge_dlq_entry(self, job_id: int) -> None:
@@ -265,7 +273,7 @@ class DlqMixin:
             done += purged
             if on_progress is not None and purged:
                 on_progress(done)
-            if purged < batch_size:
+            if not purged:
                 return done
 
     def count_dlq(

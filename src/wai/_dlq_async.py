@@ -11,11 +11,11 @@ from psycopg import AsyncConnection
 
 from wai import _dlq_db_async as dlq_db
 from wai._translate import translate_errors
-from wai.admin import check_job_id, rejected
+from wai.admin import check_job_id
 from wai.dlq import DlqEntry, DlqFilter, check_reason, decode_cursor
-from wai.errors import JobNotFound, UniqueConflict, ValidationError
+from wai.errors import InvalidStateError, JobNotFound, UniqueConflict, ValidationError
 from wai.inserts import validate_queue
-from wai.job import JobRow, JobState
+from wai.job import JobRow
 
 __all__ = ["AsyncDlqMixin"]
 
@@ -149,7 +149,9 @@ class AsyncDlqMixin:
         """Retry every dead-lettered job matching the filters, oldest first; returns how many.
 
         Like :meth:`retry_from_dlq` for each entry (``to_queue``, ``priority`` and
-        ``run_at`` apply to all). Entries whose unique key a live job holds stay.
+        ``run_at`` apply to all). Entries whose unique key a live job holds stay and
+        are not counted; so do entries that arrive after the call started (a retried
+        job that fails again is not retried twice).
         """
         flt = DlqFilter(queue=queue, kind=kind, tag=tag, reason=reason)
         flt.require("bulk_retry_from_dlq", all=all)
@@ -157,6 +159,9 @@ class AsyncDlqMixin:
         _check_limit("batch_size", batch_size, 10_000)
         done = 0
         after: tuple[datetime, int] | None = None
+        async with self.connection() as conn:
+            with translate_errors(self.schema):
+                until = await dlq_db.db_now(conn, self.schema)
         while True:
             async with self.connection() as conn:
                 with translate_errors(self.schema):
@@ -165,6 +170,7 @@ class AsyncDlqMixin:
                         self.schema,
                         flt=flt,
                         after=after,
+                        until=until,
                         limit=batch_size,
                         to_queue=to_queue,
                         priority=priority,
@@ -174,7 +180,7 @@ class AsyncDlqMixin:
             after = batch.last
             if on_progress is not None and batch.looked_at:
                 on_progress(done)
-            if batch.looked_at < batch_size:
+            if not batch.looked_at:
                 return done
 
     async def move_to_dlq(self, job_id: int, reason: str = "manual") -> DlqEntry:
@@ -194,8 +200,10 @@ class AsyncDlqMixin:
             raise JobNotFound(f"no job with id {job_id}")
         state, moved = found
         if not moved or entry is None:
-            raise rejected(
-                "move to the dead-letter queue", job_id, state, frozenset({JobState.FAILED})
+            raise InvalidStateError(
+                f"cannot move job {job_id} to the dead-letter queue: it is {state}; "
+                "only failed jobs can be moved",
+                state=state,
             )
         return entry
 
@@ -225,7 +233,7 @@ class AsyncDlqMixin:
             done += moved
             if on_progress is not None and moved:
                 on_progress(done)
-            if moved < batch_size:
+            if not moved:
                 return done
 
     async def purge_dlq_entry(self, job_id: int) -> None:
@@ -264,7 +272,7 @@ class AsyncDlqMixin:
             done += purged
             if on_progress is not None and purged:
                 on_progress(done)
-            if purged < batch_size:
+            if not purged:
                 return done
 
     async def count_dlq(

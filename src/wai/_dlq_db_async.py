@@ -17,6 +17,7 @@ from wai.job import JobRow, JobState
 
 __all__ = [
     "RetryBatch",
+    "db_now",
     "dlq_count",
     "dlq_delete_expired",
     "dlq_depth",
@@ -57,6 +58,14 @@ async def _scalar(
     cur = await conn.execute(query(name, schema), params)
     row = await cur.fetchone()
     return int(row[0]) if row else 0
+
+
+async def db_now(conn: AsyncConnection[Any], schema: str) -> datetime:
+    """The database clock (``now()``)."""
+    cur = await conn.execute(query("dlq_now", schema))
+    row = await cur.fetchone()
+    assert row is not None
+    return row[0]
 
 
 async def dlq_route(
@@ -141,17 +150,20 @@ async def dlq_retry(
     ids: Sequence[int] | None = None,
     flt: DlqFilter = _NO_FILTER,
     after: tuple[datetime, int] | None = None,
+    until: datetime | None = None,
     limit: int,
     to_queue: str | None = None,
     priority: int | None = None,
     run_at: datetime | None = None,
 ) -> RetryBatch:
-    """Restore up to ``limit`` entries (``ids``, or those matching ``flt``) oldest first."""
+    """Restore up to ``limit`` entries (``ids``, or those matching ``flt``) oldest first,
+    after ``after`` and up to ``until`` (``dlq_at``)."""
     params: dict[str, Any] = {
         **flt.params(),
         "ids": list(ids) if ids is not None else None,
         "after_at": after[0] if after else None,
         "after_id": after[1] if after else None,
+        "until": until,
         "limit": limit,
         "to_queue": to_queue,
         "priority": priority,

@@ -17,20 +17,37 @@ import functools
 import os
 import sys
 import traceback
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from wai import _tables, migrate
+from wai import _tables, cli_cron, cli_dlq, migrate
+from wai._cli_common import (
+    Command,
+    UsageError,
+    add_database_options,
+    admin_client,
+    check_reachable,
+    database_url,
+    err,
+    fail,
+    first_line,
+    group,
+    int_in,
+    json_option,
+    limit,
+    subparser,
+)
 from wai.client import AsyncClient, Client
-from wai.errors import DatabaseError, ValidationError, WaiError
+from wai.errors import ValidationError, WaiError
 from wai.instances import registry_drift
 from wai.job import JobState
 
-__all__ = ["build_parser", "main"]
+if TYPE_CHECKING:
+    from wai._cli_common import SubParsers
 
-Command = Callable[[argparse.Namespace, contextlib.ExitStack], int]
+__all__ = ["build_parser", "main"]
 
 _TIMINGS = (
     ("poll_interval", "how often an idle queue is polled without a NOTIFY"),
@@ -48,10 +65,6 @@ _TIMINGS = (
 )
 
 
-class UsageError(Exception):
-    """A bad command line: reported with exit status 2."""
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``wai`` command line; returns the exit status."""
     args = build_parser().parse_args(argv)
@@ -60,11 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.ExitStack() as stack:
             return command(args, stack)
     except (UsageError, ValidationError) as exc:
-        return _fail(exc, status=2)
+        return fail(exc, status=2)
     except WaiError as exc:
-        return _fail(exc)
+        return fail(exc)
     except psycopg.OperationalError as exc:
-        return _fail(f"lost the database connection: {_first_line(exc)}")
+        return fail(f"lost the database connection: {first_line(exc)}")
     except KeyboardInterrupt:
         return 130
 
@@ -74,10 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="wai", description="wai: a PostgreSQL-native background job queue."
     )
-    _add_database_options(parser, default=None)
+    add_database_options(parser, default=None)
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
 
-    p = _subparser(sub, "migrate", "apply pending schema migrations", _cmd_migrate)
+    p = subparser(sub, "migrate", "apply pending schema migrations", _cmd_migrate)
     mode = p.add_mutually_exclusive_group()
     mode.add_argument(
         "--check", action="store_true", help="exit 1 listing pending migrations; apply nothing"
@@ -86,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--sql", action="store_true", help="print every migration as SQL; touch no database"
     )
 
-    p = _subparser(sub, "worker", "run workers (and maintenance) for APP", _cmd_worker)
+    p = subparser(sub, "worker", "run workers (and maintenance) for APP", _cmd_worker)
     p.add_argument("app", metavar="APP", help="module:attribute naming a wai.AsyncClient")
     p.add_argument(
         "--queue",
@@ -122,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
         flag = "--" + name.replace("_", "-")
         p.add_argument(flag, dest=name, type=_seconds, metavar="S", help=f"seconds: {text}")
 
-    p = _subparser(
+    p = subparser(
         sub,
         "maintenance",
         "run only the leader-elected maintenance for APP (claims no job)",
@@ -144,7 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_operator_commands(sub)
     _add_instance_commands(sub)
     _add_callback_commands(sub)
-    _subparser(sub, "demo", "run a small signup example end to end", _cmd_demo)
+    cli_dlq.add_commands(sub)
+    cli_cron.add_commands(sub)
+    subparser(sub, "demo", "run a small signup example end to end", _cmd_demo)
     return parser
 
 
@@ -156,13 +171,13 @@ def _cmd_migrate(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     if args.sql:
         sys.stdout.write(migrate.script(schema))
         return 0
-    url = _database_url(args, stack)
+    url = database_url(args, stack)
     with Client(url, schema=schema, max_connections=1) as client:
         if args.check:
             pending = client.pending_migrations()
             if pending:
                 versions = ", ".join(str(v) for v in pending)
-                _err(f"schema {schema!r} has pending migrations: {versions}; run `wai migrate`")
+                err(f"schema {schema!r} has pending migrations: {versions}; run `wai migrate`")
                 return 1
             print(f"schema {schema!r} is up to date")
             return 0
@@ -212,7 +227,7 @@ def _load_runtime_app(
     from wai._app import load_app, parse_app  # imports user code: only for these commands
 
     parse_app(args.app)  # a malformed APP fails before any database is started
-    url = _database_url(args, stack)
+    url = database_url(args, stack)
     # A client built at import without a URL reads WAI_DATABASE_URL: give it ours.
     os.environ["WAI_DATABASE_URL"] = url
     try:
@@ -227,7 +242,7 @@ def _load_runtime_app(
     if args.schema and client.schema != args.schema:
         raise UsageError(f"{args.app} uses schema {client.schema!r}, not --schema {args.schema!r}")
     if client.database_url != url:  # APP's client names its own database
-        _check_reachable(client.database_url)
+        check_reachable(client.database_url)
     return client, url
 
 
@@ -245,7 +260,7 @@ def _supervise(args: argparse.Namespace, client: AsyncClient, url: str) -> int:
 
     with Client(client.database_url, schema=client.schema, max_connections=1) as check:
         check.check_schema()  # fail once here rather than in every child, again and again
-    _err(
+    err(
         f"supervising {args.processes} worker processes for {args.app}, "
         f"schema {client.schema!r}, until SIGTERM or Ctrl-C",
         "",
@@ -282,78 +297,72 @@ async def _run_worker(
 ) -> None:
     async with client:
         await client.check_schema()  # says to run `wai migrate` when the schema is behind
-        _err(banner, "")
+        err(banner, "")
         await client.run(queues, **runtime)
 
 
 def _cmd_demo(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     from wai import demo  # only needed for `demo`
 
-    url = _database_url(args, stack)
+    url = database_url(args, stack)
     return asyncio.run(demo.run(url, schema=args.schema or demo.SCHEMA))
 
 
 # -- operator actions: jobs and queues ----------------------------------------------------
 
 
-def _add_operator_commands(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],  # pyright: ignore[reportPrivateUsage]
-) -> None:
-    jobs = _group(sub, "jobs", "list, show, retry and cancel jobs")
-    p = _subparser(jobs, "list", "list jobs, newest first", _cmd_jobs_list)
+def _add_operator_commands(sub: SubParsers) -> None:
+    jobs = group(sub, "jobs", "list, show, retry and cancel jobs")
+    p = subparser(jobs, "list", "list jobs, newest first", _cmd_jobs_list)
     p.add_argument("--state", choices=[s.value for s in JobState], help="only jobs in STATE")
     p.add_argument("--kind", metavar="KIND", help="only jobs of this kind")
     p.add_argument("--queue", metavar="QUEUE", help="only jobs of this queue")
     p.add_argument("--tag", metavar="TAG", help="only jobs carrying this tag")
     p.add_argument(
-        "--limit", type=_limit, default=100, metavar="N", help="at most N jobs (default 100)"
+        "--limit", type=limit, default=100, metavar="N", help="at most N jobs (default 100)"
     )
     p.add_argument(
         "--before-id", type=int, metavar="ID", help="only jobs older than ID (the next page)"
     )
-    _json_option(p)
-    p = _subparser(jobs, "show", "every field of one job, its errors and progress", _cmd_jobs_show)
+    json_option(p)
+    p = subparser(jobs, "show", "every field of one job, its errors and progress", _cmd_jobs_show)
     p.add_argument("id", type=int, metavar="ID", help="the job id")
-    _json_option(p)
-    p = _subparser(jobs, "retry", "run a failed or cancelled job again now", _cmd_jobs_retry)
+    json_option(p)
+    p = subparser(jobs, "retry", "run a failed or cancelled job again now", _cmd_jobs_retry)
     p.add_argument("id", type=int, metavar="ID", help="the job id")
-    _json_option(p)
-    p = _subparser(jobs, "cancel", "cancel a job that has not finished", _cmd_jobs_cancel)
+    json_option(p)
+    p = subparser(jobs, "cancel", "cancel a job that has not finished", _cmd_jobs_cancel)
     p.add_argument("id", type=int, metavar="ID", help="the job id")
-    _json_option(p)
+    json_option(p)
 
-    queues = _group(sub, "queues", "list, pause, resume and drain queues")
-    p = _subparser(queues, "list", "counts by state, pause flag and lag per queue", _cmd_queues)
-    _json_option(p)
+    queues = group(sub, "queues", "list, pause, resume and drain queues")
+    p = subparser(queues, "list", "counts by state, pause flag and lag per queue", _cmd_queues)
+    json_option(p)
     for name, text in (
         ("pause", "stop workers claiming from queue NAME (inserts still land)"),
         ("resume", "let workers claim from queue NAME again"),
         ("drain", "cancel every job of queue NAME that waits to run (not running ones)"),
     ):
-        p = _subparser(queues, name, text, _cmd_queue_action)
+        p = subparser(queues, name, text, _cmd_queue_action)
         p.add_argument("name", metavar="NAME", help="the queue")
         p.set_defaults(action=name)
 
 
-def _add_instance_commands(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],  # pyright: ignore[reportPrivateUsage]
-) -> None:
-    group = _group(sub, "instances", "live worker and maintenance processes")
-    p = _subparser(
-        group,
+def _add_instance_commands(sub: SubParsers) -> None:
+    instances = group(sub, "instances", "live worker and maintenance processes")
+    p = subparser(
+        instances,
         "list",
         "live processes: role, queues, leader, health, follow-up specs, registry drift",
         _cmd_instances,
     )
-    _json_option(p)
+    json_option(p)
 
 
-def _add_callback_commands(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],  # pyright: ignore[reportPrivateUsage]
-) -> None:
-    group = _group(sub, "callbacks", "the public HTTP ingress of external callbacks")
-    p = _subparser(
-        group,
+def _add_callback_commands(sub: SubParsers) -> None:
+    callbacks = group(sub, "callbacks", "the public HTTP ingress of external callbacks")
+    p = subparser(
+        callbacks,
         "serve",
         "serve signed POST /callbacks/{id}/{action} requests with APP's client",
         _cmd_callbacks_serve,
@@ -383,13 +392,13 @@ def _cmd_callbacks_serve(args: argparse.Namespace, stack: contextlib.ExitStack) 
     except ImportError as exc:
         raise UsageError(str(exc)) from None
     client, _url = _load_runtime_app(args, stack)
-    announce = functools.partial(_err, prefix="")
+    announce = functools.partial(err, prefix="")
     asyncio.run(serve(client, secret=secret, host=args.host, port=args.port, announce=announce))
     return 0
 
 
 def _cmd_instances(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
-    instances = _admin_client(args, stack).list_runtime_instances()
+    instances = admin_client(args, stack).list_runtime_instances()
     drift = registry_drift(instances)
     if args.json:
         print(
@@ -406,14 +415,14 @@ def _cmd_instances(args: argparse.Namespace, stack: contextlib.ExitStack) -> int
         return 0
     print(_tables.instances_table(instances))
     for (kind, outcome), views in drift.items():
-        _err(f"registry drift on {kind} → {outcome}:", "")
+        err(f"registry drift on {kind} → {outcome}:", "")
         for instance, names in views.items():
-            _err(f"  {instance}: {', '.join(names) or '(no spec)'}", "")
+            err(f"  {instance}: {', '.join(names) or '(no spec)'}", "")
     return 0
 
 
 def _cmd_jobs_list(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
-    client = _admin_client(args, stack)
+    client = admin_client(args, stack)
     rows = client.list_jobs(
         state=args.state,
         kind=args.kind,
@@ -427,18 +436,18 @@ def _cmd_jobs_list(args: argparse.Namespace, stack: contextlib.ExitStack) -> int
         return 0
     print(_tables.jobs_table(rows))
     if len(rows) == args.limit:
-        _err(f"more jobs may follow: add --before-id {rows[-1].id}", "")
+        err(f"more jobs may follow: add --before-id {rows[-1].id}", "")
     return 0
 
 
 def _cmd_jobs_show(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
-    row = _admin_client(args, stack).get_job(args.id)
+    row = admin_client(args, stack).get_job(args.id)
     print(_tables.json_text(row) if args.json else _tables.job_detail(row))
     return 0
 
 
 def _cmd_jobs_retry(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
-    row = _admin_client(args, stack).retry(args.id)
+    row = admin_client(args, stack).retry(args.id)
     if args.json:
         print(_tables.json_text(row))
     else:
@@ -447,19 +456,19 @@ def _cmd_jobs_retry(args: argparse.Namespace, stack: contextlib.ExitStack) -> in
 
 
 def _cmd_jobs_cancel(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
-    row = _admin_client(args, stack).cancel(args.id)
+    row = admin_client(args, stack).cancel(args.id)
     print(_tables.json_text(row) if args.json else f"job {row.id} cancelled")
     return 0
 
 
 def _cmd_queues(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
-    stats = _admin_client(args, stack).queue_stats()
+    stats = admin_client(args, stack).queue_stats()
     print(_tables.json_text(stats) if args.json else _tables.queues_table(stats))
     return 0
 
 
 def _cmd_queue_action(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
-    client = _admin_client(args, stack)
+    client = admin_client(args, stack)
     name: str = args.name
     if args.action == "pause":
         client.pause_queue(name)
@@ -473,50 +482,7 @@ def _cmd_queue_action(args: argparse.Namespace, stack: contextlib.ExitStack) -> 
     return 0
 
 
-def _admin_client(args: argparse.Namespace, stack: contextlib.ExitStack) -> Client:
-    url = _database_url(args, stack)
-    return stack.enter_context(Client(url, schema=args.schema or "wai", max_connections=1))
-
-
-def _group(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],  # pyright: ignore[reportPrivateUsage]
-    name: str,
-    text: str,
-) -> argparse._SubParsersAction[argparse.ArgumentParser]:  # pyright: ignore[reportPrivateUsage]
-    parser = sub.add_parser(name, help=text, description=text)
-    _add_database_options(parser, default=argparse.SUPPRESS)
-    return parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
-
-
-def _json_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--json", action="store_true", help="print JSON (datetimes in ISO 8601) for scripts"
-    )
-
-
 # -- helpers ---------------------------------------------------------------------------
-
-
-def _database_url(args: argparse.Namespace, stack: contextlib.ExitStack) -> str:
-    """--database-url, WAI_DATABASE_URL, DATABASE_URL, else an embedded server."""
-    url: str | None = (
-        args.database_url or os.environ.get("WAI_DATABASE_URL") or os.environ.get("DATABASE_URL")
-    )
-    if url:
-        _check_reachable(url)
-        return url
-    from wai import embedded  # only when no URL is configured
-
-    _err("no database URL given (--database-url, WAI_DATABASE_URL or DATABASE_URL)", "")
-    return stack.enter_context(embedded.embedded_database(announce=lambda m: _err(m, "")))
-
-
-def _check_reachable(url: str) -> None:
-    # Fail fast with the server's own message: the pool would retry for 30 s first.
-    try:
-        psycopg.connect(url, connect_timeout=10).close()
-    except psycopg.Error as exc:
-        raise DatabaseError(f"cannot connect to the database: {_first_line(exc)}") from None
 
 
 def _parse_queues(specs: list[str]) -> dict[str, int] | None:
@@ -532,24 +498,8 @@ def _parse_queues(specs: list[str]) -> dict[str, int] | None:
     return queues or None
 
 
-def _int_in(low: int, high: int, what: str) -> Callable[[str], int]:
-    """An argparse type: an integer (``what``) from ``low`` to ``high``."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be {low}..{high}, got {text!r}")
-        return value
-
-    return parse
-
-
-_limit = _int_in(1, 10_000, "an integer")
-_port = _int_in(0, 65535, "a port number")
-_processes = _int_in(1, 256, "a whole number")
+_port = int_in(0, 65535, "a port number")
+_processes = int_in(1, 256, "a whole number")
 
 
 def _seconds(text: str) -> float:
@@ -560,47 +510,3 @@ def _seconds(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0 seconds, got {text!r}")
     return value
-
-
-def _subparser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],  # pyright: ignore[reportPrivateUsage]
-    name: str,
-    text: str,
-    command: Command,
-) -> argparse.ArgumentParser:
-    parser = sub.add_parser(name, help=text, description=text)
-    _add_database_options(parser, default=argparse.SUPPRESS)
-    parser.set_defaults(command=command)
-    return parser
-
-
-def _add_database_options(parser: argparse.ArgumentParser, *, default: Any) -> None:
-    # Subcommands repeat these with SUPPRESS so `wai demo --database-url URL` works
-    # too, without resetting a value given before the subcommand.
-    parser.add_argument(
-        "--database-url",
-        metavar="URL",
-        default=default,
-        help="PostgreSQL URL (default: $WAI_DATABASE_URL, $DATABASE_URL, else embedded)",
-    )
-    parser.add_argument(
-        "--schema",
-        metavar="NAME",
-        default=default,
-        help="schema of wai's tables (default: wai; for demo: wai_demo; "
-        "worker: must match APP's client)",
-    )
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-def _err(message: object, prefix: str = "error: ") -> None:
-    print(f"wai: {prefix}{message}", file=sys.stderr, flush=True)
-
-
-def _fail(message: object, *, status: int = 1) -> int:
-    _err(message)
-    return status

@@ -99,7 +99,7 @@ RETURNING now() AS now, *;
 -- name: cron_delete :one
 DELETE FROM {schema}.cron_schedules WHERE name = %(name)s RETURNING name;
 
--- name: cron_trigger :many
+-- name: cron_trigger :one
 -- Enqueue one job of a schedule now, paused or not, without moving its cursor.
 WITH s AS (
     SELECT * FROM {schema}.cron_schedules WHERE name = %(name)s

@@ -101,9 +101,13 @@ WHERE (%(queue)s::text IS NULL OR d.queue = %(queue)s::text)
   AND (%(tag)s::text IS NULL OR d.tags @> ARRAY[%(tag)s::text])
   AND (%(reason)s::text IS NULL OR d.reason = %(reason)s::text);
 
+-- name: dlq_now :one
+-- The database clock: where a bulk retry stops (entries that arrive later are left).
+SELECT now();
+
 -- name: dlq_retry :many
 -- Put up to %(limit)s entries back in the jobs table, oldest first after the cursor
--- (%(after_at)s, %(after_id)s): attempt 0, optionally another queue, priority or run_at
+-- (%(after_at)s, %(after_id)s) and up to %(until)s: attempt 0, optionally another queue, priority or run_at
 -- (a future run_at makes it scheduled), same id, run lease, errors and lineage. An entry
 -- whose unique key a live job holds stays in the dead-letter queue. One row per entry
 -- looked at: `dlq_job_id` and `dlq_at` always, the restored job's columns when it was
@@ -117,6 +121,7 @@ WITH picked AS (
       AND (%(reason)s::text IS NULL OR d.reason = %(reason)s::text)
       AND (%(after_at)s::timestamptz IS NULL
            OR (d.dlq_at, d.job_id) > (%(after_at)s::timestamptz, %(after_id)s::bigint))
+      AND (%(until)s::timestamptz IS NULL OR d.dlq_at <= %(until)s::timestamptz)
     ORDER BY d.dlq_at, d.job_id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
