@@ -11,12 +11,14 @@ An adapter has two halves that may live in different Python environments:
 
 The worker is a separate script (``worker_module``), also started with the
 adapter's interpreter, that speaks the line protocol described in
-``worker_protocol.py``.
+``protocol.py``.
 
 To add a peer library: write ``adapter_<name>.py`` with a subclass of
-:class:`Adapter` and ``worker_<name>.py``, then add it to :data:`ADAPTERS`. Point
-the harness at its virtualenv with ``BENCH_PYTHON_<NAME>=/path/to/python`` (or
-``--python name=/path``).
+:class:`Adapter` and ``worker_<name>.py``, then add it to :data:`ADAPTERS`. Its
+interpreter is found, in this order, from ``--python name=/path``,
+``BENCH_PYTHON_<NAME>=/path/to/python`` and ``bench/.venvs/<name>/bin/python``
+(created by ``bench/setup_peers.sh``); wai itself falls back to the running
+interpreter.
 """
 
 from __future__ import annotations
@@ -28,13 +30,18 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import ClassVar
 
-__all__ = ["ADAPTERS", "BENCH_DIR", "Adapter", "load_adapter"]
+__all__ = ["ADAPTERS", "BENCH_DIR", "VENVS_DIR", "Adapter", "load_adapter"]
 
 BENCH_DIR = Path(__file__).resolve().parent
+#: Where ``setup_peers.sh`` creates one virtualenv per peer library.
+VENVS_DIR = BENCH_DIR / ".venvs"
 
 #: Adapter name -> "module:Class", the module being a file in bench/.
 ADAPTERS: dict[str, str] = {
     "wai": "adapter_wai:WaiAdapter",
+    "awa": "adapter_awa:AwaAdapter",
+    "pgqueuer": "adapter_pgqueuer:PgqueuerAdapter",
+    "procrastinate": "adapter_procrastinate:ProcrastinateAdapter",
 }
 
 #: The queue every workload uses.
@@ -50,6 +57,12 @@ class Adapter(ABC):
     worker_module: ClassVar[str]
     #: The PyPI distribution whose version is reported.
     distribution: ClassVar[str]
+    #: Driver distributions whose versions are reported next to the library's.
+    drivers: ClassVar[tuple[str, ...]] = ("psycopg",)
+    #: True if the library lives in its own virtualenv (``bench/.venvs/<name>``).
+    own_venv: ClassVar[bool] = False
+    #: True if the worker takes ``--followups`` (the follow-up drain workload).
+    supports_followups: ClassVar[bool] = False
 
     # -- orchestrator side: plain SQL, no library import ------------------------------
 
@@ -74,10 +87,26 @@ class Adapter(ABC):
         return "available"
 
     def python(self, overrides: dict[str, str] | None = None) -> str:
-        """The interpreter of this adapter's environment."""
+        """The interpreter of this adapter's environment.
+
+        ``overrides`` (``--python``), then ``BENCH_PYTHON_<NAME>``, then
+        ``bench/.venvs/<name>/bin/python``; an adapter without ``own_venv`` falls
+        back to the running interpreter, the others raise ``FileNotFoundError``.
+        """
         if overrides and self.name in overrides:
             return overrides[self.name]
-        return os.environ.get(f"BENCH_PYTHON_{self.name.upper()}", sys.executable)
+        env = os.environ.get(f"BENCH_PYTHON_{self.name.upper()}")
+        if env:
+            return env
+        venv_python = VENVS_DIR / self.name / "bin" / "python"
+        if venv_python.exists():
+            return str(venv_python)
+        if self.own_venv:
+            raise FileNotFoundError(
+                f"no interpreter for adapter {self.name!r}: run bench/setup_peers.sh "
+                f"(creates {venv_python}), or pass --python {self.name}=PATH"
+            )
+        return sys.executable
 
     # -- producer side: runs in producer.py, in the adapter's environment ------------
 

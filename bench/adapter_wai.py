@@ -23,6 +23,8 @@ class WaiAdapter(Adapter):
     name: ClassVar[str] = "wai"
     worker_module: ClassVar[str] = "worker_wai"
     distribution: ClassVar[str] = "wai"
+    drivers: ClassVar[tuple[str, ...]] = ("psycopg", "psycopg-pool")
+    supports_followups: ClassVar[bool] = True
 
     def __init__(self) -> None:
         self._client: wai.AsyncClient | None = None

@@ -53,6 +53,7 @@ async def main() -> None:
             "prefix": sys.prefix,
             "python": platform.python_version(),
             "psycopg": _dist_version("psycopg"),
+            "drivers": {d: _dist_version(d) for d in adapter.drivers},
             "pid": os.getpid(),
         }
     )

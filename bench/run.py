@@ -18,6 +18,11 @@ Workloads (the definitions of ``shared/reference/peer-benchmarks.md``):
 Each run creates the database (``wai_bench``), runs, and drops it. Producer and
 worker are child processes started with each adapter's interpreter (see
 ``adapter.py``); this process only orchestrates, polls and reads counters.
+
+``--adapters wai,awa,pgqueuer,procrastinate`` runs the libraries one after the other;
+the peers' virtualenvs come from ``bench/setup_peers.sh`` and are found in
+``bench/.venvs/<name>``. With more than one adapter the report ends with the medians
+side by side and a "wai / peer" ratio table.
 """
 
 from __future__ import annotations
@@ -119,7 +124,12 @@ def parse_args(argv: list[str] | None = None) -> Options:
         default=15.0,
         help="before each run wait until machine CPU is below this %% of one core",
     )
-    p.add_argument("--quiet-wait", type=float, default=60.0, help="longest quiet wait (s)")
+    p.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=60.0,
+        help="longest quiet wait (s); 0 samples the machine once (0.5 s) and goes on",
+    )
     p.add_argument(
         "--noisy-pct",
         type=float,
@@ -133,7 +143,8 @@ def parse_args(argv: list[str] | None = None) -> Options:
         action="append",
         default=[],
         metavar="NAME=PATH",
-        help="interpreter (virtualenv) of an adapter; also BENCH_PYTHON_<NAME>",
+        help="interpreter (virtualenv) of an adapter; else $BENCH_PYTHON_<NAME>, else "
+        "bench/.venvs/<name>/bin/python (bench/setup_peers.sh), else this one (wai only)",
     )
     p.add_argument(
         "--session-options",
@@ -315,7 +326,7 @@ class Bench:
         except BaseException:
             child.close(timeout=5)
             raise
-        for key in ("version", "origin", "prefix", "python", "psycopg"):
+        for key in ("version", "origin", "prefix", "python", "psycopg", "drivers"):
             if key in ready:
                 self.env_info[key] = ready[key]
         return child
@@ -635,7 +646,7 @@ class Bench:
             steps.extend(
                 (f"drain_c{c}", lambda c=c: self.run_drain(c)) for c in self.opts.concurrency
             )
-        if "followups" in self.opts.only:
+        if "followups" in self.opts.only and self.adapter.supports_followups:
             steps.extend(
                 (f"followups_c{c}", lambda c=c: self.run_drain(c, followups=True))
                 for c in self.opts.concurrency
@@ -747,9 +758,12 @@ def report(name: str, env: dict[str, Any], results: dict[str, list[dict[str, Any
     """Markdown tables of one adapter's results."""
     lines: list[str] = []
     lines.append(f"### {name} {env.get('version', '?')}\n")
+    drivers = env.get("drivers")
+    if drivers is None:  # a producer that predates the drivers field
+        drivers = {"psycopg": env.get("psycopg")}
+    driver_text = ", ".join(f"{d} {v}" for d, v in drivers.items()) or "no Python driver"
     lines.append(
-        f"imported from `{env.get('origin')}`; Python {env.get('python')}, "
-        f"psycopg {env.get('psycopg')}\n"
+        f"imported from `{env.get('origin')}`; Python {env.get('python')}, {driver_text}\n"
     )
     lines.append("| workload | result: median (min-max) | runs ok | noisy runs kept |")
     lines.append("|---|---|---|---|")
@@ -827,6 +841,94 @@ def report(name: str, env: dict[str, Any], results: dict[str, list[dict[str, Any
     return "\n".join(lines)
 
 
+def compared_figures(keys: list[str]) -> list[tuple[str, str, str, bool]]:
+    """(label, workload key, result attr, higher is better) of every compared figure."""
+    figures: list[tuple[str, str, str, bool]] = []
+    for key in keys:
+        if key == "insert":
+            figures.append(("single insert jobs/s", key, "rate", True))
+        elif key == "batch":
+            figures.append(("batch insert jobs/s", key, "rate", True))
+        elif key.startswith("drain_c"):
+            figures.append((f"drain c={key.removeprefix('drain_c')} jobs/s", key, "rate", True))
+        elif key == "latency":
+            figures.extend(
+                (f"pickup latency {p} ms", key, f"{p}_ms", False) for p in ("p50", "p95", "p99")
+            )
+    return figures
+
+
+def figure_median(runs: list[dict[str, Any]], attr: str) -> tuple[float, bool]:
+    """Median of ``attr`` over the finished runs, and whether every run verified."""
+    values = [float(r[attr]) for r in good(runs) if attr in r]
+    median = statistics.median(values) if values else math.nan
+    return median, bool(runs) and all(r.get("verified") for r in runs)
+
+
+def comparison(results: dict[str, dict[str, list[dict[str, Any]]]], base: str = "wai") -> str:
+    """Medians side by side, and the ratio ``base / peer`` of every figure.
+
+    Figures from runs that failed or did not verify are marked with ``*``.
+    """
+    names = list(results)
+    keys: list[str] = []
+    for per_adapter in results.values():
+        keys.extend(k for k in per_adapter if k not in keys)
+    figures = compared_figures(keys)
+    medians: dict[tuple[str, str], tuple[float, bool]] = {}
+    for name in names:
+        for _, key, attr, _ in figures:
+            if key in results[name]:
+                medians[name, f"{key}:{attr}"] = figure_median(results[name][key], attr)
+
+    def cell(name: str, key: str, attr: str, digits: int) -> str:
+        value, ok = medians.get((name, f"{key}:{attr}"), (math.nan, True))
+        if math.isnan(value):
+            return "-"
+        return format(value, f",.{digits}f") + ("" if ok else "*")
+
+    lines = ["### Side by side (medians)", ""]
+    lines.append("| figure | " + " | ".join(names) + " |")
+    lines.append("|---|" + "---|" * len(names))
+    for label, key, attr, higher in figures:
+        digits = 0 if higher else 1
+        cells = " | ".join(cell(n, key, attr, digits) for n in names)
+        lines.append(f"| {label} | {cells} |")
+    peers = [n for n in names if n != base]
+    if base not in results or not peers:
+        lines.append("")
+        lines.append("`*` = some run of this figure failed or did not verify.")
+        return "\n".join(lines)
+    lines.append("")
+    lines.append(f"### {base} / peer (ratio of the medians)")
+    lines.append("")
+    lines.append(
+        f"Every cell is {base}'s median divided by the peer's. For jobs/s higher is better, "
+        f"so above 1 means {base} is faster; for latency lower is better, so **below 1** "
+        f"means {base} is faster (its pickup latency is that fraction of the peer's)."
+    )
+    lines.append("")
+    lines.append(
+        f"| figure | {base} ahead when | " + " | ".join(f"{base} / {p}" for p in peers) + " |"
+    )
+    lines.append("|---|---|" + "---|" * len(peers))
+    for label, key, attr, higher in figures:
+        mine, mine_ok = medians.get((base, f"{key}:{attr}"), (math.nan, True))
+        cells = []
+        for peer in peers:
+            theirs, theirs_ok = medians.get((peer, f"{key}:{attr}"), (math.nan, True))
+            if math.isnan(mine) or math.isnan(theirs) or theirs == 0:
+                cells.append("-")
+                continue
+            flag = "" if mine_ok and theirs_ok else "*"
+            cells.append(f"{mine / theirs:.2f}{flag}")
+        when = "> 1 (higher is better)" if higher else "< 1 (lower is better)"
+        lines.append(f"| {label} | {when} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("`*` = some run of this figure failed or did not verify.")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the report."""
     opts = parse_args(argv)
@@ -844,12 +946,21 @@ def main(argv: list[str] | None = None) -> int:
     all_results: dict[str, Any] = {}
     sections: list[str] = []
     exit_code = 0
+    adapters = [load_adapter(name) for name in opts.adapters]
+    try:  # find every interpreter before the first run, not after wai's
+        interpreters = {a.name: a.python(opts.python) for a in adapters}
+    except FileNotFoundError as exc:
+        raise SystemExit(str(exc)) from None
+    for name, path in interpreters.items():
+        if not Path(path).exists():
+            raise SystemExit(f"interpreter for adapter {name!r} not found: {path}")
+    meta["interpreters"] = interpreters
     with psycopg.connect(admin_url, autocommit=True) as admin:
         meta["server"] = server_info(admin)
         log(f"server: {meta['server']['version']}")
         log(f"settings: {meta['server']['settings']}")
-        for name in opts.adapters:
-            adapter = load_adapter(name)
+        for adapter in adapters:
+            name = adapter.name
             bench = Bench(opts, adapter, admin)
             log(f"== {name} ({bench.python}) ==")
             try:
@@ -881,6 +992,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"**diagnostic run: library sessions use options {opts.session_options!r}**")
     print()
     print("\n\n".join(sections))
+    if len(all_results) > 1:
+        print()
+        print(comparison({n: r["results"] for n, r in all_results.items()}))
     if opts.json_path:
         Path(opts.json_path).parent.mkdir(parents=True, exist_ok=True)
         with open(opts.json_path, "w", encoding="utf-8") as f:

@@ -1,0 +1,133 @@
+"""The pgqueuer adapter (PyPI ``pgqueuer``, asyncpg driver), as in peer-benchmarks.md.
+
+Settings (the reference's; pgqueuer's default durability ``durable``: every table logged):
+
+* producer: one ``asyncpg.connect(url)``, ``Queries.from_asyncpg_connection(conn)``,
+  ``await q.install()``. Single: ``await q.enqueue("noop", payload)``; batch:
+  ``await q.enqueue([...], [...], [0] * k)`` per chunk (one unnest INSERT).
+* worker (``worker_pgqueuer.py``): one asyncpg connection,
+  ``QueueManager(Queries.from_asyncpg_connection(conn))``, one ``@qm.entrypoint("noop")``,
+  ``qm.run(batch_size=C // 2, max_concurrent_tasks=C)``. pgqueuer requires
+  ``max_concurrent_tasks >= 2 * batch_size``; C/2 is the largest batch it allows and the
+  setting of the reference's concurrency sweep (16 at C=32). Everything else default
+  (``dequeue_timeout`` 30 s, LISTEN/NOTIFY wake-ups, heartbeat 30 s, log aggregation 30 s).
+  The default asyncio event loop, like every other worker here (``pgq run`` would use uvloop).
+
+Args are the JSON bytes ``{"seq": i}`` (plus ``"t"`` for latency jobs), all on the one
+entrypoint ``noop``: a second entrypoint would add a branch to every dequeue.
+
+Counting: a finished job is deleted from ``pgqueuer`` and logged in ``pgqueuer_log``.
+The log also holds ``queued`` and ``picked`` rows, so the terminal states are read from the
+log and the live states (``queued``, ``picked``, held ``failed``) from the queue table.
+Log aggregation (every 30 s) only flags log rows, it does not delete them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from adapter import Adapter
+
+if TYPE_CHECKING:
+    import asyncpg
+
+__all__ = ["ENTRYPOINT", "PgqueuerAdapter"]
+
+ENTRYPOINT = "noop"
+#: Log statuses that end a job; a held ``failed`` job stays in the queue table.
+TERMINAL = "('successful', 'exception', 'canceled', 'deleted')"
+
+
+def payload(seq: int, **extra: Any) -> bytes:
+    """The job payload: ``{"seq": seq, ...}`` as JSON bytes."""
+    return json.dumps({"seq": seq, **extra}, separators=(",", ":")).encode()
+
+
+class PgqueuerAdapter(Adapter):
+    """pgqueuer 1.6 on asyncpg; see the module docstring for the settings."""
+
+    name: ClassVar[str] = "pgqueuer"
+    worker_module: ClassVar[str] = "worker_pgqueuer"
+    distribution: ClassVar[str] = "pgqueuer"
+    drivers: ClassVar[tuple[str, ...]] = ("asyncpg", "psycopg")
+    own_venv: ClassVar[bool] = True
+
+    def __init__(self) -> None:
+        self._conn: asyncpg.Connection | None = None
+        self._queries: Any = None
+
+    def count_completed_sql(self) -> str:
+        """``successful`` log rows, and jobs in ``picked`` (claimed, not yet logged)."""
+        return (
+            "SELECT (SELECT count(*) FROM pgqueuer_log WHERE status = 'successful'),"
+            " (SELECT count(*) FROM pgqueuer WHERE status = 'picked')"
+        )
+
+    def state_counts_sql(self) -> str:
+        """Live jobs per status from the queue table, finished ones from the log."""
+        return (
+            "SELECT status::text, count(*) FROM pgqueuer GROUP BY 1"
+            " UNION ALL SELECT status::text, count(*) FROM pgqueuer_log"
+            f" WHERE status IN {TERMINAL} GROUP BY 1 ORDER BY 1"
+        )
+
+    def completed_state(self) -> str:
+        """pgqueuer logs a finished job as ``successful``."""
+        return "successful"
+
+    def pending_state(self) -> str:
+        """A new job is ``queued``."""
+        return "queued"
+
+    @property
+    def queries(self) -> Any:
+        """The producer's ``Queries`` (after :meth:`setup`)."""
+        assert self._queries is not None, "setup() first"
+        return self._queries
+
+    async def setup(self, database_url: str) -> None:
+        """Connect and install pgqueuer's tables."""
+        import asyncpg
+        from pgqueuer.queries import Queries
+
+        self._conn = await asyncpg.connect(database_url)
+        self._queries = Queries.from_asyncpg_connection(self._conn)
+        await self._queries.install()
+
+    async def insert_single(self, start: int, count: int) -> None:
+        """``await q.enqueue("noop", payload)`` per job."""
+        q = self.queries
+        for i in range(start, start + count):
+            await q.enqueue(ENTRYPOINT, payload(i))
+
+    async def insert_batch(self, start: int, count: int, chunk: int) -> None:
+        """``await q.enqueue([...], [...], [0] * k)`` per chunk."""
+        q = self.queries
+        end = start + count
+        for lo in range(start, end, chunk):
+            k = min(lo + chunk, end) - lo
+            await q.enqueue([ENTRYPOINT] * k, [payload(i) for i in range(lo, lo + k)], [0] * k)
+
+    async def insert_timed(self, seq: int) -> None:
+        """One job whose payload carries ``t = time.time()``."""
+        await self.queries.enqueue(ENTRYPOINT, payload(seq, t=time.time()))
+
+    async def ping(self) -> None:
+        """``SELECT 1`` on the producer's one connection."""
+        assert self._conn is not None
+        await self._conn.execute("SELECT 1")
+
+    def origin(self) -> str | None:
+        """The directory of the imported ``pgqueuer`` package."""
+        from pathlib import Path
+
+        import pgqueuer
+
+        return str(Path(pgqueuer.__file__).parent)
+
+    async def close(self) -> None:
+        """Close the connection."""
+        if self._conn is not None:
+            await self._conn.close()
