@@ -29,6 +29,10 @@ Committed = Callable[[Sequence[tuple[Outcome, AttemptState]], Sequence[JobRow]],
 class Finalizer:
     """Collects outcomes and applies them with one guarded statement per batch.
 
+    A batch is written once ``flush_interval`` passed since the first outcome
+    arrived, at once when it is full, or at once when ``busy()`` says no handler
+    is still running (no outcome is coming that waiting could add).
+
     An outcome whose lease is stale matches nothing and is dropped. When a batch
     cannot be written because the database is unreachable it is retried with
     backoff; the attempts keep heartbeating meanwhile. If the process dies first,
@@ -44,6 +48,7 @@ class Finalizer:
         flush_interval: float,
         on_committed: Committed,
         registry: Registry,
+        busy: Callable[[], int] = lambda: 1,
     ) -> None:
         self._pool = pool
         self._schema = schema
@@ -51,6 +56,7 @@ class Finalizer:
         self._flush_interval = flush_interval
         self._on_committed = on_committed
         self._registry = registry
+        self._busy = busy
         self._pending: list[tuple[Outcome, AttemptState]] = []
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
@@ -76,7 +82,9 @@ class Finalizer:
         """Write batches until cancelled."""
         while True:
             await self._wake.wait()
-            if self._flush_interval and len(self._pending) < self._batch_size:
+            # Wait a little for more outcomes, unless no handler is running that could
+            # add one: then nothing is gained by waiting, and every slot waits on this batch.
+            if self._flush_interval and len(self._pending) < self._batch_size and self._busy() > 0:
                 await asyncio.sleep(self._flush_interval)
             batch = self._pending[: self._batch_size]
             del self._pending[: self._batch_size]

@@ -99,6 +99,7 @@ class Runtime:
             flush_interval=self.settings.completion_flush_interval,
             on_committed=self._committed,
             registry=client.registry,
+            busy=self._running_handlers,
         )
         self.heartbeater = Heartbeater(
             pool, schema, self.settings.heartbeat_interval, self._beating
@@ -306,6 +307,9 @@ class Runtime:
             if release is not None:
                 release()
         self.hooks.committed(batch, rows)
+
+    def _running_handlers(self) -> int:
+        return sum(p.running for p in self.producers.values())
 
     def _beating(self) -> list[AttemptState]:
         # Attempts whose handler returned are left out: their outcome is being written,

@@ -1,0 +1,63 @@
+"""The finalizer's batching against a real PostgreSQL: when it waits for more outcomes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+
+import wai
+from tests.integration._helpers import Work, wait_for
+from wai import _db_async as db
+from wai.context import AttemptState
+from wai.job import JobRow
+from wai.outcomes import Outcome
+from wai.worker._finalizer import Finalizer
+
+pytestmark = pytest.mark.timeout(30)
+
+
+async def running(client: wai.AsyncClient) -> JobRow:
+    await client.insert(Work(), queue="q")
+    async with client.connection() as conn:
+        [row] = await db.job_claim(
+            conn, client.schema, queue="q", limit=1, deadlines={}, default_deadline=None
+        )
+    return row
+
+
+def completed(row: JobRow) -> Outcome:
+    return Outcome(
+        job_id=row.id, run_lease=row.run_lease, state=wai.JobState.COMPLETED, event="completed"
+    )
+
+
+@pytest.mark.parametrize(("busy", "written_at_once"), [(0, True), (1, False)])
+async def test_a_batch_waits_for_more_outcomes_only_while_handlers_run(
+    aclient: wai.AsyncClient, busy: int, written_at_once: bool
+) -> None:
+    written: list[Sequence[JobRow]] = []
+    finalizer = Finalizer(
+        aclient.pool,
+        aclient.schema,
+        batch_size=512,
+        flush_interval=30.0,  # far longer than the test: only "nothing is running" flushes
+        on_committed=lambda batch, rows: written.append(rows),
+        registry=aclient.registry,
+        busy=lambda: busy,
+    )
+    task = asyncio.create_task(finalizer.run_forever())
+    try:
+        row = await running(aclient)
+        finalizer.submit(completed(row), AttemptState(row, asyncio.get_running_loop()))
+        if written_at_once:
+            await wait_for(lambda: written, what="the batch written")
+            assert [r.state for r in written[0]] == ["completed"]
+        else:
+            await asyncio.sleep(0.5)
+            assert written == []
+            assert (await aclient.get_job(row.id)).state == "running"
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
