@@ -38,6 +38,7 @@ SUBS = [
     (r"\bAsyncTransaction\b", "Transaction"),
     (r"\bAsyncIterator\b", "Iterator"),
     (r"\basynccontextmanager\b", "contextmanager"),
+    (r"\bconfigure_async\b", "configure_sync"),
     (r"\basync def\b", "def"),
     (r"\basync with\b", "with"),
     (r"\basync for\b", "for"),

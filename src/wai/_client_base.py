@@ -19,6 +19,7 @@ from wai import _producer as producer
 from wai._callbacks import CallbackMixin
 from wai._cron import CronMixin
 from wai._dlq import DlqMixin
+from wai._json import configure_sync
 from wai._registration import RegistrationMixin
 from wai._sql import validate_schema
 from wai._translate import translate_errors
@@ -107,6 +108,7 @@ class ClientBase(RegistrationMixin, CallbackMixin, DlqMixin, CronMixin):
             min_size=min_connections,
             max_size=max_connections,
             kwargs={"autocommit": True},
+            configure=configure_sync,
             open=False,
             name=f"wai-{self.schema}",
         )

@@ -18,6 +18,7 @@ from wai import _producer_async as producer
 from wai._callbacks_async import AsyncCallbackMixin
 from wai._cron_async import AsyncCronMixin
 from wai._dlq_async import AsyncDlqMixin
+from wai._json import configure_async
 from wai._registration import RegistrationMixin
 from wai._sql import validate_schema
 from wai._translate import translate_errors
@@ -106,6 +107,7 @@ class AsyncClientBase(RegistrationMixin, AsyncCallbackMixin, AsyncDlqMixin, Asyn
             min_size=min_connections,
             max_size=max_connections,
             kwargs={"autocommit": True},
+            configure=configure_async,
             open=False,
             name=f"wai-{self.schema}",
         )
