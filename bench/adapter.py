@@ -63,6 +63,11 @@ class Adapter(ABC):
     own_venv: ClassVar[bool] = False
     #: True if the worker takes ``--followups`` (the follow-up drain workload).
     supports_followups: ClassVar[bool] = False
+    #: True if the worker takes ``--cpu-ms`` and ``--sync-handler`` (the ``cpu2`` workload).
+    supports_cpu_handler: ClassVar[bool] = False
+    #: Why the ``drain1m`` workload (a drain over stored terminal rows) does not apply to
+    #: this library, or None if :meth:`fill_terminal_sql` is implemented.
+    terminal_fill_skip: ClassVar[str | None] = "no terminal-row fill is written for this adapter"
 
     # -- orchestrator side: plain SQL, no library import ------------------------------
 
@@ -85,6 +90,43 @@ class Adapter(ABC):
     def pending_state(self) -> str:
         """The state name that ``state_counts_sql`` uses for freshly inserted jobs."""
         return "available"
+
+    def table_filter_sql(self) -> str:
+        """A predicate on ``schemaname``/``relname`` that selects the library's tables.
+
+        Used on ``pg_stat_user_tables`` and ``pg_stat_user_indexes`` for the table, index
+        and dead-tuple figures of ``soak`` and ``drain1m``.
+        """
+        raise NotImplementedError(f"{self.name}: no table filter")
+
+    # -- the drain over stored terminal rows (drain1m) --------------------------------
+
+    def fill_terminal_sql(self, n: int) -> list[str]:
+        """Statements that store ``n`` finished jobs, as a long-running deployment keeps them.
+
+        Run by the orchestrator, in order and each in its own transaction, on a schema
+        the producer has installed, before the prefill. The rows must stay through
+        the run (no retention cleanup of the worker may delete them) and must not
+        disturb the drain's completed count (see :meth:`count_completed_after_sql`).
+        Only called when :attr:`terminal_fill_skip` is None.
+        """
+        raise NotImplementedError(self.terminal_fill_skip or self.name)
+
+    def fill_watermark_sql(self) -> str:
+        """One value, run right after the fill: the largest id the fill produced.
+
+        Everything the completed count of :meth:`count_completed_after_sql` reads and
+        the drain adds gets a larger id.
+        """
+        raise NotImplementedError(self.terminal_fill_skip or self.name)
+
+    def count_completed_after_sql(self, after: int) -> str:
+        """Like :meth:`count_completed_sql`, but only rows with an id above ``after``.
+
+        Polled during ``drain1m`` instead of the full count, which would scan the
+        stored terminal rows at every poll; it must be cheap (an index range scan).
+        """
+        raise NotImplementedError(self.terminal_fill_skip or self.name)
 
     def python(self, overrides: dict[str, str] | None = None) -> str:
         """The interpreter of this adapter's environment.

@@ -161,9 +161,19 @@ class AwaAdapter(Adapter):
     distribution: ClassVar[str] = "awa-pg"
     drivers: ClassVar[tuple[str, ...]] = ()  # awa talks to PostgreSQL from Rust (sqlx)
     own_venv: ClassVar[bool] = True
+    terminal_fill_skip: ClassVar[str | None] = (
+        "awa's queue storage keeps no table of finished jobs to grow: completions are "
+        "receipt batches in a ring of rotating partitions that maintenance prunes about "
+        "a second after they are all terminal, keeping only rollup counts "
+        "(queue_terminal_rollups), so a long-running awa deployment holds no terminal rows"
+    )
 
     def __init__(self) -> None:
         self._client: awa.AsyncClient | None = None
+
+    def table_filter_sql(self) -> str:
+        """Every table of awa's schema (queue storage partitions included)."""
+        return f"schemaname = '{S}'"
 
     def count_completed_sql(self) -> str:
         """Completed jobs: receipts - tombstones + done entries + pruned (see module doc)."""

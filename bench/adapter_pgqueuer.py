@@ -20,6 +20,14 @@ Counting: a finished job is deleted from ``pgqueuer`` and logged in ``pgqueuer_l
 The log also holds ``queued`` and ``picked`` rows, so the terminal states are read from the
 log and the live states (``queued``, ``picked``, held ``failed``) from the queue table.
 Log aggregation (every 30 s) only flags log rows, it does not delete them.
+
+``drain1m`` (:meth:`PgqueuerAdapter.fill_terminal_sql`): pgqueuer deletes a finished job
+from ``pgqueuer`` and keeps three log rows per job (``queued``, ``picked``,
+``successful``), flagged ``aggregated`` once folded into per-second ``pgqueuer_statistics``
+buckets, and never deletes either by itself. So ``n`` finished jobs are stored as what a
+deployment that ran them at 1,000 jobs/s, ending a minute ago, holds: ``3 n`` aggregated
+log rows, their statistics buckets (one per second and status), and the job id sequence
+advanced past ``n``. The queue table stays empty.
 """
 
 from __future__ import annotations
@@ -53,10 +61,47 @@ class PgqueuerAdapter(Adapter):
     distribution: ClassVar[str] = "pgqueuer"
     drivers: ClassVar[tuple[str, ...]] = ("asyncpg", "psycopg")
     own_venv: ClassVar[bool] = True
+    terminal_fill_skip: ClassVar[str | None] = None
 
     def __init__(self) -> None:
         self._conn: asyncpg.Connection | None = None
         self._queries: Any = None
+
+    def table_filter_sql(self) -> str:
+        """``pgqueuer``, ``pgqueuer_log``, ``pgqueuer_statistics`` and the rest."""
+        return "relname LIKE 'pgqueuer%'"
+
+    def fill_terminal_sql(self, n: int) -> list[str]:
+        """3 aggregated log rows per finished job, their statistics, the id sequence."""
+        n = int(n)
+        # job g was enqueued at t_g (1 ms apart, the last a minute ago), picked and
+        # finished just after it.
+        t_g = f"now() - interval '1 minute' - ({n} - g) * interval '1 millisecond'"
+        return [
+            "INSERT INTO pgqueuer_log (created, job_id, status, priority, entrypoint,"
+            " aggregated)"
+            f" SELECT {t_g} + s.delay, g, s.status::pgqueuer_status, 0, '{ENTRYPOINT}', true"
+            f" FROM generate_series(1, {n}) g CROSS JOIN (VALUES"
+            " ('queued', interval '0'), ('picked', interval '200 microseconds'),"
+            " ('successful', interval '400 microseconds')) s(status, delay)",
+            "INSERT INTO pgqueuer_statistics (count, created, entrypoint, priority, status)"
+            " SELECT count(*), date_trunc('sec', created), entrypoint, priority, status"
+            " FROM pgqueuer_log WHERE aggregated"
+            " GROUP BY entrypoint, priority, status, date_trunc('sec', created)",
+            f"SELECT setval(pg_get_serial_sequence('pgqueuer', 'id'), {n})",
+        ]
+
+    def fill_watermark_sql(self) -> str:
+        """The largest log row id (the drain's log rows get larger ones)."""
+        return "SELECT coalesce(max(id), 0) FROM pgqueuer_log"
+
+    def count_completed_after_sql(self, after: int) -> str:
+        """``successful`` log rows with ``id > after`` (a primary-key range scan)."""
+        return (
+            "SELECT (SELECT count(*) FROM pgqueuer_log WHERE status = 'successful'"
+            f" AND id > {int(after)}),"
+            " (SELECT count(*) FROM pgqueuer WHERE status = 'picked')"
+        )
 
     def count_completed_sql(self) -> str:
         """``successful`` log rows, and jobs in ``picked`` (claimed, not yet logged)."""

@@ -19,6 +19,13 @@ durability: logged tables, synchronous commits):
 
 The task is ``noop(seq, t=None)``: the throughput jobs carry exactly ``{"seq": i}``,
 the latency jobs ``{"seq": i, "t": ...}``.
+
+``drain1m`` (:meth:`ProcrastinateAdapter.fill_terminal_sql`): with ``delete_jobs="never"``
+a finished job stays in ``procrastinate_jobs`` with status ``succeeded``, and its three
+``procrastinate_events`` (``deferred``, ``started``, ``succeeded``) stay too. ``n`` such
+jobs and ``3 n`` events are generated in SQL (the event times 1 ms apart per job, the
+last a minute ago). A row inserted as ``succeeded`` fires none of procrastinate's
+triggers (they fire for ``todo`` rows and status updates only).
 """
 
 from __future__ import annotations
@@ -58,9 +65,42 @@ class ProcrastinateAdapter(Adapter):
     distribution: ClassVar[str] = "procrastinate"
     drivers: ClassVar[tuple[str, ...]] = ("psycopg", "psycopg-pool")
     own_venv: ClassVar[bool] = True
+    terminal_fill_skip: ClassVar[str | None] = None
 
     def __init__(self) -> None:
         self._app: procrastinate.App | None = None
+
+    def table_filter_sql(self) -> str:
+        """``procrastinate_jobs``, ``procrastinate_events`` and the rest."""
+        return "relname LIKE 'procrastinate%'"
+
+    def fill_terminal_sql(self, n: int) -> list[str]:
+        """``n`` ``succeeded`` jobs and their three events each."""
+        n = int(n)
+        t_j = f"now() - interval '1 minute' - ({n} - j.id) * interval '1 millisecond'"
+        return [
+            "INSERT INTO procrastinate_jobs (queue_name, task_name, priority, args, status,"
+            f" attempts) SELECT '{QUEUE}', '{TASK_NAME}', 0, jsonb_build_object('seq', g),"
+            f" 'succeeded', 1 FROM generate_series(1, {n}) g",
+            "INSERT INTO procrastinate_events (job_id, type, at)"
+            f" SELECT j.id, e.type::procrastinate_job_event_type, {t_j} + e.delay"
+            " FROM procrastinate_jobs j CROSS JOIN (VALUES"
+            " ('deferred', interval '0'), ('started', interval '200 microseconds'),"
+            " ('succeeded', interval '400 microseconds')) e(type, delay)"
+            " WHERE j.status = 'succeeded' ORDER BY j.id, e.delay",
+        ]
+
+    def fill_watermark_sql(self) -> str:
+        """The largest job id (the prefill's jobs get larger ones)."""
+        return "SELECT coalesce(max(id), 0) FROM procrastinate_jobs"
+
+    def count_completed_after_sql(self, after: int) -> str:
+        """:meth:`count_completed_sql` over ``id > after`` (a primary-key range scan)."""
+        return (
+            "SELECT count(*) FILTER (WHERE status = 'succeeded'),"
+            " count(*) FILTER (WHERE status = 'doing') FROM procrastinate_jobs"
+            f" WHERE id > {int(after)}"
+        )
 
     def count_completed_sql(self) -> str:
         """``succeeded`` jobs, and jobs in ``doing`` (fetched, outcome not yet written)."""

@@ -25,6 +25,8 @@ class WaiAdapter(Adapter):
     distribution: ClassVar[str] = "wai"
     drivers: ClassVar[tuple[str, ...]] = ("psycopg", "psycopg-pool")
     supports_followups: ClassVar[bool] = True
+    supports_cpu_handler: ClassVar[bool] = True
+    terminal_fill_skip: ClassVar[str | None] = None
 
     def __init__(self) -> None:
         self._client: wai.AsyncClient | None = None
@@ -39,6 +41,34 @@ class WaiAdapter(Adapter):
     def state_counts_sql(self) -> str:
         """Jobs per state."""
         return f"SELECT state::text, count(*) FROM {SCHEMA}.jobs GROUP BY 1 ORDER BY 1"
+
+    def table_filter_sql(self) -> str:
+        """Every table of the ``wai`` schema."""
+        return f"schemaname = '{SCHEMA}'"
+
+    def fill_terminal_sql(self, n: int) -> list[str]:
+        """``n`` completed ``noop`` jobs finalized a minute ago, generated in SQL.
+
+        The worker's retention cleanup keeps completed jobs for a day by default, so
+        these stay through the run.
+        """
+        return [
+            f"INSERT INTO {SCHEMA}.jobs (kind, queue, args, state, finalized_at, attempt,"
+            " run_lease) SELECT 'noop', 'bench', jsonb_build_object('seq', g), 'completed',"
+            f" now() - interval '1 minute', 1, 1 FROM generate_series(1, {int(n)}) g"
+        ]
+
+    def fill_watermark_sql(self) -> str:
+        """The largest job id (the prefill's jobs get larger ones)."""
+        return f"SELECT coalesce(max(id), 0) FROM {SCHEMA}.jobs"
+
+    def count_completed_after_sql(self, after: int) -> str:
+        """:meth:`count_completed_sql` over ``id > after`` (a primary-key range scan)."""
+        return (
+            "SELECT count(*) FILTER (WHERE state = 'completed'),"
+            f" count(*) FILTER (WHERE state = 'running') FROM {SCHEMA}.jobs"
+            f" WHERE id > {int(after)}"
+        )
 
     @property
     def client(self) -> wai.AsyncClient:

@@ -14,6 +14,7 @@ import platform
 import sys
 import time
 from importlib import metadata
+from typing import Any
 
 from adapter import Adapter, load_adapter
 from protocol import emit, read_line
@@ -35,6 +36,44 @@ async def _latency(adapter: Adapter, count: int, interval: float) -> None:
         if delay > 0:
             await asyncio.sleep(delay)
         await adapter.insert_timed(i)
+
+
+async def _soak(
+    adapter: Adapter, start: int, seconds: float, rate: float, batch: int
+) -> dict[str, Any]:
+    """Insert ``batch`` jobs every ``batch / rate`` s for ``seconds`` s, through the batch API.
+
+    The cadence is fixed: a batch that starts late is not made up by shortening the
+    next wait below zero, but the schedule keeps its origin, so a producer that
+    falls behind inserts back-to-back until it has caught up (and reports the lag).
+    """
+    interval = batch / rate
+    t0 = time.perf_counter()
+    batches = late = 0
+    max_lag = 0.0
+    seq = start
+    while True:
+        due = t0 + batches * interval
+        if due - t0 >= seconds:
+            break
+        delay = due - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        else:
+            lag = -delay
+            max_lag = max(max_lag, lag)
+            if lag > interval:
+                late += 1
+        await adapter.insert_batch(seq, batch, batch)
+        seq += batch
+        batches += 1
+    return {
+        "inserted": seq - start,
+        "batches": batches,
+        "late_batches": late,
+        "max_lag_s": max_lag,
+        "next_seq": seq,
+    }
 
 
 async def main() -> None:
@@ -61,6 +100,7 @@ async def main() -> None:
         while line := await read_line():
             cmd = json.loads(line)
             t0 = time.perf_counter()
+            extra: dict[str, Any] = {}
             match cmd["cmd"]:
                 case "insert_single":
                     await adapter.insert_single(cmd["start"], cmd["count"])
@@ -70,9 +110,13 @@ async def main() -> None:
                     await adapter.ping()
                 case "latency":
                     await _latency(adapter, cmd["count"], cmd["interval"])
+                case "soak":
+                    extra = await _soak(
+                        adapter, cmd["start"], cmd["seconds"], cmd["rate"], cmd["batch"]
+                    )
                 case other:
                     raise SystemExit(f"unknown command {other!r}")
-            emit({"ok": True, "elapsed": time.perf_counter() - t0})
+            emit({"ok": True, "elapsed": time.perf_counter() - t0, **extra})
     finally:
         await adapter.close()
 

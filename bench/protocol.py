@@ -7,10 +7,14 @@ Producer (``producer.py --adapter NAME --url URL``)::
     parent -> {"cmd": "insert_batch", "start": 0, "count": 20000, "chunk": 1000}
     parent -> {"cmd": "latency", "count": 200, "interval": 0.02}
     parent -> {"cmd": "ping"}                                  flush its backends' statistics
-    child  -> {"ok": true, "elapsed": seconds}                 after each command
+    parent -> {"cmd": "soak", "start": 0, "seconds": 600, "rate": 500, "batch": 50}
+    child  -> {"ok": true, "elapsed": seconds, ...}            after each command (soak adds
+                                                               inserted, batches, late_batches,
+                                                               max_lag_s, next_seq)
     parent closes stdin                                        child closes and exits
 
-Worker (``worker_NAME.py --url URL --concurrency C``)::
+Worker (``worker_NAME.py --url URL --concurrency C``; wai's also takes ``--followups``,
+``--cpu-ms X`` and ``--sync-handler``)::
 
     child  -> READY            imported, connected, handler registered; nothing started
     parent -> GO               child starts its workers (start-up is inside the clock)

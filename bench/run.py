@@ -15,6 +15,17 @@ Workloads (the definitions of ``shared/reference/peer-benchmarks.md``):
 * ``latency``: an idle worker (32 slots) for 2 s, then 200 single inserts 20 ms
   apart carrying ``t = time.time()``; the handler records ``time.time() - t``.
 
+Opt-in workloads (not in the default ``--only``; the first two are long):
+
+* ``drain1m``: the drain, after storing ``--terminal-rows`` (1,000,000) finished jobs
+  the way the library keeps them (``VACUUM ANALYZE`` and ``CHECKPOINT`` after), run
+  next to the plain drain (added if not selected), with the ratio drain1m / drain.
+* ``soak``: a producer inserting ``--soak-rate`` jobs/s in batches of ``--soak-batch``
+  for ``--soak-seconds`` (600) while one worker drains; dead tuples, table and index
+  sizes, throughput kept and backlog at the end.
+* ``cpu2`` (wai only): handlers that burn ``--cpu-ms`` (1) of CPU, drained by one
+  worker process and by ``--cpu2-processes`` (2) of them, with the ratio.
+
 Each run creates the database (``wai_bench``), runs, and drops it. Producer and
 worker are child processes started with each adapter's interpreter (see
 ``adapter.py``); this process only orchestrates, polls and reads counters.
@@ -63,7 +74,11 @@ from harness import (
     wait_for_no_backends,
 )
 
-WORKLOADS = ("insert", "batch", "drain", "followups", "latency")
+#: Every workload ``--only`` accepts; the default set is :data:`DEFAULT_WORKLOADS`.
+WORKLOADS = ("insert", "batch", "drain", "followups", "latency", "drain1m", "soak", "cpu2")
+#: The default ``--only``. ``drain1m`` (a 1M-row fill per run), ``soak`` (10 minutes) and
+#: ``cpu2`` are opt-in.
+DEFAULT_WORKLOADS = ("insert", "batch", "drain", "followups", "latency")
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432"
 #: A PostgreSQL 15 backend flushes its statistics at most once a second while busy,
 #: and within about a second of going idle: wait this long before a "before" snapshot.
@@ -91,6 +106,16 @@ class Options:
     noisy_pct: float
     retries: int
     adapters: list[str]
+    terminal_rows: int = 1_000_000
+    soak_seconds: float = 600.0
+    soak_rate: float = 500.0
+    soak_batch: int = 50
+    soak_concurrency: int = 32
+    soak_poll: float = 5.0
+    cpu_ms: float = 1.0
+    cpu2_processes: int = 2
+    cpu2_concurrency: int = 32
+    cpu2_handler: str = "async"
     python: dict[str, str] = field(default_factory=dict[str, str])
     session_options: str = ""
     json_path: str | None = None
@@ -111,13 +136,46 @@ def parse_args(argv: list[str] | None = None) -> Options:
     p.add_argument("--runs", type=int, default=3, help="runs per workload")
     p.add_argument("--jobs", type=int, default=20_000, help="jobs per insert/batch/drain run")
     p.add_argument("--chunk", type=int, default=1_000, help="jobs per batch insert call")
-    p.add_argument("--only", default=",".join(WORKLOADS), help="workloads to run")
+    p.add_argument(
+        "--only",
+        default=",".join(DEFAULT_WORKLOADS),
+        help=f"workloads to run, from {', '.join(WORKLOADS)}; drain1m (a 1M-row fill per "
+        "run), soak (--soak-seconds per run) and cpu2 are opt-in: name them here",
+    )
     p.add_argument("--concurrency", default="32,128", help="worker slots for the drain runs")
     p.add_argument("--latency-jobs", type=int, default=200)
     p.add_argument("--latency-interval", type=float, default=0.02, help="seconds between inserts")
     p.add_argument("--latency-slots", type=int, default=32)
     p.add_argument("--idle", type=float, default=2.0, help="worker idle time before latency")
     p.add_argument("--poll-interval", type=float, default=0.05, help="drain completion poll (s)")
+    g = p.add_argument_group("drain1m (opt-in)")
+    g.add_argument(
+        "--terminal-rows",
+        type=int,
+        default=1_000_000,
+        help="finished jobs stored before each drain1m prefill (smaller for quick checks)",
+    )
+    g = p.add_argument_group("soak (opt-in)")
+    g.add_argument("--soak-seconds", type=float, default=600.0, help="producer run time (s)")
+    g.add_argument("--soak-rate", type=float, default=500.0, help="jobs/s offered")
+    g.add_argument("--soak-batch", type=int, default=50, help="jobs per batch insert")
+    g.add_argument("--soak-concurrency", type=int, default=32, help="worker slots")
+    g.add_argument(
+        "--soak-poll", type=float, default=5.0, help="seconds between progress/dead-tuple polls"
+    )
+    g = p.add_argument_group("cpu2 (opt-in, wai only)")
+    g.add_argument("--cpu-ms", type=float, default=1.0, help="CPU each handler burns (ms)")
+    g.add_argument(
+        "--cpu2-processes", type=int, default=2, help="worker processes compared with one"
+    )
+    g.add_argument("--cpu2-concurrency", type=int, default=32, help="slots per worker process")
+    g.add_argument(
+        "--cpu2-handler",
+        choices=("async", "sync", "both"),
+        default="async",
+        help="async: busy loop in an async def handler (in the event loop); sync: in a "
+        "def handler (wai's thread pool, under the GIL)",
+    )
     p.add_argument(
         "--quiet-pct",
         type=float,
@@ -165,6 +223,12 @@ def parse_args(argv: list[str] | None = None) -> Options:
         p.error("--concurrency takes integers, e.g. 32,128")
     if a.runs < 1 or a.jobs < 1 or a.chunk < 1 or any(c < 1 for c in concurrency):
         p.error("--runs, --jobs, --chunk and --concurrency must be positive")
+    if a.terminal_rows < 1 or a.soak_batch < 1 or a.soak_concurrency < 1:
+        p.error("--terminal-rows, --soak-batch and --soak-concurrency must be positive")
+    if a.soak_seconds <= 0 or a.soak_rate <= 0 or a.soak_poll <= 0 or a.cpu_ms <= 0:
+        p.error("--soak-seconds, --soak-rate, --soak-poll and --cpu-ms must be positive")
+    if a.cpu2_processes < 2 or a.cpu2_concurrency < 1:
+        p.error("--cpu2-processes must be at least 2, --cpu2-concurrency positive")
     python: dict[str, str] = {}
     for item in a.python:
         name, sep, path = item.partition("=")
@@ -193,6 +257,16 @@ def parse_args(argv: list[str] | None = None) -> Options:
         noisy_pct=a.noisy_pct,
         retries=max(0, a.retries),
         adapters=adapters,
+        terminal_rows=a.terminal_rows,
+        soak_seconds=a.soak_seconds,
+        soak_rate=a.soak_rate,
+        soak_batch=a.soak_batch,
+        soak_concurrency=a.soak_concurrency,
+        soak_poll=a.soak_poll,
+        cpu_ms=a.cpu_ms,
+        cpu2_processes=a.cpu2_processes,
+        cpu2_concurrency=a.cpu2_concurrency,
+        cpu2_handler=a.cpu2_handler,
         python=python,
         session_options=a.session_options,
         json_path=a.json_path,
@@ -297,6 +371,8 @@ class Bench:
         self.python = adapter.python(opts.python)
         self.pg_cpu = PgCpu.discover(admin)
         self.env_info: dict[str, Any] = {}
+        #: Selected workloads that do not apply to this adapter, with the reason.
+        self.skipped: dict[str, str] = {}
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -331,8 +407,18 @@ class Bench:
                 self.env_info[key] = ready[key]
         return child
 
-    def worker(self, concurrency: int, *, followups: bool = False) -> Child:
+    def worker(
+        self,
+        concurrency: int,
+        *,
+        followups: bool = False,
+        cpu_ms: float = 0.0,
+        sync_handler: bool = False,
+    ) -> Child:
         """Start the worker child and wait for READY (connected, nothing started)."""
+        extra = ["--followups"] if followups else []
+        if cpu_ms > 0:
+            extra += ["--cpu-ms", repr(cpu_ms), *(["--sync-handler"] if sync_handler else [])]
         child = Child(
             [
                 self.python,
@@ -341,7 +427,7 @@ class Bench:
                 self.child_url,
                 "--concurrency",
                 str(concurrency),
-                *(["--followups"] if followups else []),
+                *extra,
             ]
         )
         try:
@@ -385,31 +471,38 @@ class Bench:
         with psycopg.connect(self.url, autocommit=True) as conn:
             return {str(s): int(n) for s, n in conn.execute(self.adapter.state_counts_sql())}
 
-    def cpu_window(self, client: Child, exclude: list[int]) -> Callable[[], dict[str, float]]:
+    def cpu_window(
+        self, clients: Child | list[Child], exclude: list[int]
+    ) -> Callable[[], dict[str, Any]]:
         """Start a CPU measurement; the returned function ends it and gives the figures.
 
-        ``exclude``: backend pids of the harness itself (the drain poll).
+        ``clients``: the child process(es) measured as "client" (their CPU is summed;
+        ``clients_cpu_s`` has each). ``exclude``: backend pids of the harness itself
+        (the drain poll).
         """
+        children = clients if isinstance(clients, list) else [clients]
         me = os.getpid()
-        c0 = client.cpu_seconds()
+        c0 = [c.cpu_seconds() for c in children]
         pg0 = self.pg_cpu.ours(self.admin, self.opts.dbname, exclude)
         srv0 = self.pg_cpu.server()
         own0 = proc_cpu_seconds(me)
         m0, t0 = machine_busy_seconds()
 
-        def stop() -> dict[str, float]:
+        def stop() -> dict[str, Any]:
             m1, t1 = machine_busy_seconds()
-            c1 = client.cpu_seconds()
+            c1 = [c.cpu_seconds() for c in children]
             pg1 = self.pg_cpu.ours(self.admin, self.opts.dbname, exclude)
             srv1 = self.pg_cpu.server()
             own1 = proc_cpu_seconds(me)
             wall = t1 - t0
-            client_s, own_s, machine_s = c1 - c0, own1 - own0, m1 - m0
+            each = [b - a for a, b in zip(c0, c1, strict=True)]
+            client_s, own_s, machine_s = sum(each), own1 - own0, m1 - m0
             pg_s = self.pg_cpu.between(pg0, pg1)
             server_s = srv1 - srv0
             return {
                 "wall_s": wall,
                 "client_cpu_s": client_s,
+                "clients_cpu_s": each,
                 "pg_cpu_s": pg_s,
                 "pg_server_cpu_s": server_s,
                 "harness_cpu_s": own_s,
@@ -420,6 +513,82 @@ class Bench:
             }
 
         return stop
+
+    def table_stats(self) -> dict[str, Any]:
+        """Rows, dead tuples, sizes and vacuums of the library's tables, and index sizes.
+
+        From ``pg_stat_user_tables``/``pg_stat_user_indexes`` (the adapter's
+        :meth:`~adapter.Adapter.table_filter_sql`), on a new connection: call it
+        outside the measured windows. Sizes in bytes: ``table`` is
+        ``pg_relation_size`` (main fork), ``indexes`` ``pg_indexes_size``, ``total``
+        ``pg_total_relation_size`` (with TOAST, free space and visibility maps).
+        """
+        where = self.adapter.table_filter_sql()
+        cols = (
+            "table",
+            "live",
+            "dead",
+            "table_bytes",
+            "index_bytes",
+            "total_bytes",
+            "ins",
+            "upd",
+            "hot_upd",
+            "del",
+            "vacuums",
+            "autovacuums",
+        )
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute("SELECT pg_stat_clear_snapshot()")
+            tables = [
+                dict(zip(cols, row, strict=True))
+                for row in conn.execute(
+                    "SELECT schemaname || '.' || relname, n_live_tup, n_dead_tup,"
+                    " pg_relation_size(relid), pg_indexes_size(relid),"
+                    " pg_total_relation_size(relid), n_tup_ins, n_tup_upd, n_tup_hot_upd,"
+                    " n_tup_del, vacuum_count, autovacuum_count"
+                    f" FROM pg_stat_user_tables WHERE {where}"
+                    " ORDER BY pg_total_relation_size(relid) DESC, 1"
+                )
+            ]
+            indexes = [
+                {"table": t, "index": i, "bytes": b, "scans": n}
+                for t, i, b, n in conn.execute(
+                    "SELECT schemaname || '.' || relname, indexrelname,"
+                    " pg_relation_size(indexrelid), idx_scan"
+                    f" FROM pg_stat_user_indexes WHERE {where}"
+                    " ORDER BY pg_relation_size(indexrelid) DESC, 1, 2"
+                )
+            ]
+        return {"tables": tables, "indexes": indexes}
+
+    def fill_terminal(self, n: int) -> dict[str, Any]:
+        """Store ``n`` finished jobs (the adapter's SQL), VACUUM ANALYZE, CHECKPOINT.
+
+        The checkpoint writes the fill's dirty pages out now rather than during the
+        drain (a deployment's old rows were written out long ago).
+        """
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            t = time.perf_counter()
+            for stmt in self.adapter.fill_terminal_sql(n):
+                conn.execute(stmt)
+            fill_s = time.perf_counter() - t
+            row = conn.execute(self.adapter.fill_watermark_sql()).fetchone()
+            assert row is not None
+            t = time.perf_counter()
+            conn.execute("VACUUM ANALYZE")
+            vacuum_s = time.perf_counter() - t
+            t = time.perf_counter()
+            conn.execute("CHECKPOINT")
+            checkpoint_s = time.perf_counter() - t
+        return {
+            "rows": n,
+            "watermark": int(row[0]),
+            "fill_s": round(fill_s, 2),
+            "vacuum_s": round(vacuum_s, 2),
+            "checkpoint_s": round(checkpoint_s, 2),
+            **self.table_stats(),
+        }
 
     @staticmethod
     def per_job(delta: dict[str, int], jobs: int, cpu: dict[str, float]) -> dict[str, float]:
@@ -472,17 +641,33 @@ class Bench:
             "verified": ok,
         }
 
-    def run_drain(self, concurrency: int, *, followups: bool = False) -> dict[str, Any]:
-        """One drain run with ``concurrency`` slots in one worker process.
+    def run_drain(
+        self,
+        concurrency: int,
+        *,
+        followups: bool = False,
+        terminal_rows: int = 0,
+        processes: int = 1,
+        cpu_ms: float = 0.0,
+        sync_handler: bool = False,
+    ) -> dict[str, Any]:
+        """One drain run with ``concurrency`` slots in each of ``processes`` worker processes.
 
         With ``followups`` every job enqueues one follow-up job with its completion
         (wai only): the run ends when triggers and follow-ups, 2 x ``--jobs``, are done.
+        With ``terminal_rows`` (drain1m) that many finished jobs are stored first
+        (:meth:`fill_terminal`), and the poll counts only completions above the fill's
+        id watermark. ``cpu_ms`` (cpu2) makes each handler burn that much CPU.
         """
         prefilled = self.opts.jobs
         n = prefilled * 2 if followups else prefilled
+        pending, done = self.adapter.pending_state(), self.adapter.completed_state()
+        fill: dict[str, Any] | None = None
         with self.database():
             prod = self.producer()
             try:
+                if terminal_rows:
+                    fill = self.fill_terminal(terminal_rows)
                 prod.send(
                     json.dumps(
                         {
@@ -498,39 +683,59 @@ class Bench:
                 prod.close()
             with psycopg.connect(self.url, autocommit=True) as conn:
                 conn.execute("ANALYZE")
-            worker = self.worker(concurrency, followups=followups)
+            count_sql = self.adapter.count_completed_sql()
+            states0 = {pending: prefilled}
+            if fill is not None:
+                count_sql = self.adapter.count_completed_after_sql(fill["watermark"])
+                states0 = self.state_counts()
+            workers: list[Child] = []
             try:
+                workers.extend(
+                    self.worker(
+                        concurrency, followups=followups, cpu_ms=cpu_ms, sync_handler=sync_handler
+                    )
+                    for _ in range(processes)
+                )
                 with psycopg.connect(self.url, autocommit=True) as poll:
                     row = poll.execute("SELECT pg_backend_pid()").fetchone()
                     assert row is not None
                     poll_pid = int(row[0])
-                    count_sql = self.adapter.count_completed_sql()
                     poll.execute(count_sql)  # plan it once, outside the measurement
                     quiet = self.settle(None, [poll])
                     others = self.other_sessions()
                     before = DbStats.read(self.admin, self.opts.dbname)
                     poll_cpu0 = proc_cpu_seconds(poll_pid)
-                    window = self.cpu_window(worker, [poll_pid])
+                    window = self.cpu_window(workers, [poll_pid])
                     t0 = time.perf_counter()
-                    worker.send("GO")
+                    for worker in workers:
+                        worker.send("GO")
                     progress, polls, elapsed = self._poll_until(poll, count_sql, n, t0)
                     cpu = window()
                     cpu["poll_pg_cpu_s"] = proc_cpu_seconds(poll_pid) - poll_cpu0
-                worker.send("STOP")
-                report = worker.expect_json(timeout=120)
+                for worker in workers:
+                    worker.send("STOP")
+                reports = [worker.expect_json(timeout=120) for worker in workers]
             finally:
-                worker.close()
+                for worker in workers:
+                    worker.close()
             wait_for_no_backends(self.admin, self.opts.dbname)
             delta = DbStats.read(self.admin, self.opts.dbname).delta(self.admin, before)
             states = self.state_counts()
+            after = self.table_stats() if fill is not None else None
         delta["harness_polls"] = polls
         delta["xact_commit"] -= polls  # our own polling transactions
-        done = self.adapter.completed_state()
-        ok = states == {done: n} and report["handled"] == n
+        handled = sum(int(r["handled"]) for r in reports)
+        # Every pending job completed; whatever the fill stored is still there.
+        expected = {s: c for s, c in states0.items() if s != pending}
+        expected[done] = expected.get(done, 0) + n
+        ok = states == expected and handled == n
         first = next((t for t, c, _ in progress if c > 0), math.nan)
         flights = [f for _, _, f in progress if f is not None]
-        return {
+        strip = [{k: v for k, v in r.items() if k != "latencies"} for r in reports]
+        worker_info = strip[0] if processes == 1 else {"handled": handled, "processes": strip}
+        res: dict[str, Any] = {
             "concurrency": concurrency,
+            "processes": processes,
             "rate": n / elapsed,
             "elapsed_s": elapsed,
             "first_completion_s": first,
@@ -542,10 +747,18 @@ class Bench:
             "cpu": cpu,
             **self.per_job(delta, n, cpu),
             "progress": progress,
-            "worker": {k: v for k, v in report.items() if k != "latencies"},
+            "worker": worker_info,
+            "states_before": states0,
             "states": states,
             "verified": ok,
         }
+        if cpu_ms:
+            res["cpu_ms"] = cpu_ms
+            res["handler"] = "sync" if sync_handler else "async"
+        if fill is not None:
+            res["fill"] = fill
+            res["tables_after"] = after
+        return res
 
     def _poll_until(
         self, poll: psycopg.Connection[Any], count_sql: str, target: int, t0: float
@@ -633,63 +846,247 @@ class Bench:
             "verified": ok,
         }
 
+    def run_soak(self) -> dict[str, Any]:
+        """One soak run: a fixed-rate producer and one worker, side by side.
+
+        The producer inserts ``--soak-batch`` jobs every ``batch / rate`` s for
+        ``--soak-seconds``; the worker (``--soak-concurrency`` slots) starts with it.
+        The window (counters, CPU) ends when the producer finishes; the completed
+        count and the backlog are read at that moment, then the worker is stopped
+        and the tables are measured once every session has gone (so every backend's
+        statistics, dead tuples included, are flushed).
+        """
+        o = self.opts
+        where = self.adapter.table_filter_sql()
+        count_sql = self.adapter.count_completed_sql()
+        dead_sql = (
+            "SELECT coalesce(sum(n_dead_tup), 0)::bigint, coalesce(sum(n_live_tup), 0)::bigint"
+            f" FROM pg_stat_user_tables WHERE {where}"
+        )
+        row = self.admin.execute("SHOW autovacuum").fetchone()
+        autovacuum = str(row[0]) if row else "?"
+        with self.database():
+            prod = self.producer()
+            worker: Child | None = None
+            try:
+                worker = self.worker(o.soak_concurrency)
+                with psycopg.connect(self.url, autocommit=True) as poll:
+                    row = poll.execute("SELECT pg_backend_pid()").fetchone()
+                    assert row is not None
+                    poll_pid = int(row[0])
+                    poll.execute(count_sql)
+                    poll.execute(dead_sql)
+                    quiet = self.settle(prod, [poll])
+                    others = self.other_sessions()
+                    before = DbStats.read(self.admin, self.opts.dbname)
+                    poll_cpu0 = proc_cpu_seconds(poll_pid)
+                    window = self.cpu_window([worker, prod], [poll_pid])
+                    t0 = time.perf_counter()
+                    worker.send("GO")
+                    prod.send(
+                        json.dumps(
+                            {
+                                "cmd": "soak",
+                                "start": 0,
+                                "seconds": o.soak_seconds,
+                                "rate": o.soak_rate,
+                                "batch": o.soak_batch,
+                            }
+                        )
+                    )
+                    series: list[tuple[float, int, int | None, int, int]] = []
+                    polls = 0
+                    k = 1
+                    while True:
+                        wait = t0 + k * o.soak_poll - time.perf_counter()
+                        k += 1
+                        try:
+                            reply = prod.expect_json(timeout=max(0.0, wait))
+                            break
+                        except TimeoutError:
+                            pass
+                        row = poll.execute(count_sql).fetchone()
+                        dead = poll.execute(dead_sql).fetchone()
+                        polls += 2
+                        now = time.perf_counter() - t0
+                        assert row is not None
+                        assert dead is not None
+                        flight = int(row[1]) if len(row) > 1 else None
+                        series.append((round(now, 2), int(row[0]), flight, *map(int, dead)))
+                        if now > 2 * o.soak_seconds + 600:
+                            raise TimeoutError(f"the producer is still running after {now:.0f} s")
+                    row = poll.execute(count_sql).fetchone()
+                    polls += 1
+                    end_s = time.perf_counter() - t0
+                    cpu = window()
+                    cpu["poll_pg_cpu_s"] = proc_cpu_seconds(poll_pid) - poll_cpu0
+                    assert row is not None
+                    completed = int(row[0])
+                    in_flight_end = int(row[1]) if len(row) > 1 else None
+                worker.send("STOP")
+                report = worker.expect_json(timeout=120)
+            finally:
+                prod.close()
+                if worker is not None:
+                    worker.close()
+            wait_for_no_backends(self.admin, self.opts.dbname)
+            delta = DbStats.read(self.admin, self.opts.dbname).delta(self.admin, before)
+            states = self.state_counts()
+            tables = self.table_stats()
+        delta["harness_polls"] = polls
+        delta["xact_commit"] -= polls
+        produced = int(reply["inserted"])
+        done, pending = self.adapter.completed_state(), self.adapter.pending_state()
+        # Stopped with a backlog: jobs are completed or still pending, nothing else.
+        ok = (
+            set(states) <= {done, pending}
+            and sum(states.values()) == produced
+            and states.get(done, 0) == report["handled"]
+        )
+        half = next(((t, c) for t, c, *_ in series if t >= end_s / 2), None)
+        second_half_rate = (
+            (completed - half[1]) / (end_s - half[0]) if half and end_s > half[0] else math.nan
+        )
+        flights = [f for _, _, f, _, _ in series if f is not None]
+        return {
+            "rate": completed / end_s,
+            "elapsed_s": end_s,
+            "offered_rate": o.soak_rate,
+            "soak_seconds": o.soak_seconds,
+            "batch": o.soak_batch,
+            "concurrency": o.soak_concurrency,
+            "produced": produced,
+            # on schedule the last batch goes out one interval before the end
+            "produced_rate": produced / max(float(reply["elapsed"]), o.soak_seconds),
+            "producer": {k: v for k, v in reply.items() if k != "ok"},
+            "completed": completed,
+            "kept_pct": 100.0 * completed / produced if produced else math.nan,
+            "second_half_rate": second_half_rate,
+            "backlog_end": produced - completed,
+            "in_flight_end": in_flight_end,
+            "max_in_flight": max(flights) if flights else None,
+            "autovacuum": autovacuum,
+            "quiet_pct": quiet,
+            "other_sessions": others,
+            "delta": delta,
+            "cpu": cpu,
+            **self.per_job(delta, max(produced, 1), cpu),
+            "series": series,
+            "tables": tables,
+            "worker": {k: v for k, v in report.items() if k != "latencies"},
+            "states": states,
+            "verified": ok,
+        }
+
     # -- driver -----------------------------------------------------------------------
 
-    def plan(self) -> list[tuple[str, Callable[[], dict[str, Any]]]]:
-        """(workload key, run function) for every selected workload."""
-        steps: list[tuple[str, Callable[[], dict[str, Any]]]] = []
-        if "insert" in self.opts.only:
-            steps.append(("insert", lambda: self.run_insert("insert")))
-        if "batch" in self.opts.only:
-            steps.append(("batch", lambda: self.run_insert("batch")))
-        if "drain" in self.opts.only:
-            steps.extend(
-                (f"drain_c{c}", lambda c=c: self.run_drain(c)) for c in self.opts.concurrency
-            )
-        if "followups" in self.opts.only and self.adapter.supports_followups:
-            steps.extend(
-                (f"followups_c{c}", lambda c=c: self.run_drain(c, followups=True))
+    def plan(self) -> list[list[tuple[str, Callable[[], dict[str, Any]]]]]:
+        """Groups of (workload key, run function) for every selected workload.
+
+        The workloads of one group are compared with each other (drain and drain1m
+        at one concurrency, cpu2 with one and with several processes), so their runs
+        alternate: run 1 of each, then run 2 of each, and so on.
+        """
+        only, adapter = self.opts.only, self.adapter
+        groups: list[list[tuple[str, Callable[[], dict[str, Any]]]]] = []
+        if "insert" in only:
+            groups.append([("insert", lambda: self.run_insert("insert"))])
+        if "batch" in only:
+            groups.append([("batch", lambda: self.run_insert("batch"))])
+        drain1m = "drain1m" in only and adapter.terminal_fill_skip is None
+        if "drain1m" in only and not drain1m:
+            self.skipped["drain1m"] = str(adapter.terminal_fill_skip)
+        if "drain1m" in only and "drain" not in only and drain1m:
+            log(f"{adapter.name}: drain1m runs next to the plain drain, which is added")
+        if "drain" in only or drain1m:
+            for c in self.opts.concurrency:
+                group: list[tuple[str, Callable[[], dict[str, Any]]]] = [
+                    (f"drain_c{c}", lambda c=c: self.run_drain(c))
+                ]
+                if drain1m:
+                    group.append(
+                        (
+                            f"drain1m_c{c}",
+                            lambda c=c: self.run_drain(c, terminal_rows=self.opts.terminal_rows),
+                        )
+                    )
+                groups.append(group)
+        if "followups" in only and adapter.supports_followups:
+            groups.extend(
+                [(f"followups_c{c}", lambda c=c: self.run_drain(c, followups=True))]
                 for c in self.opts.concurrency
             )
-        if "latency" in self.opts.only:
-            steps.append(("latency", self.run_latency))
-        return steps
+        if "latency" in only:
+            groups.append([("latency", self.run_latency)])
+        if "soak" in only:
+            groups.append([("soak", self.run_soak)])
+        if "cpu2" in only and not adapter.supports_cpu_handler:
+            self.skipped["cpu2"] = "wai's multi-process worker only (no CPU handler for peers)"
+        elif "cpu2" in only:
+            procs = self.opts.cpu2_processes
+            if (os.cpu_count() or 1) < procs:
+                log(f"cpu2: only {os.cpu_count()} core(s) for {procs} worker processes")
+            handlers = ["async", "sync"] if self.opts.cpu2_handler == "both" else []
+            for handler in handlers or [self.opts.cpu2_handler]:
+                prefix = "cpu2" if handler == "async" else "cpu2sync"
+                groups.append(
+                    [
+                        (
+                            f"{prefix}_p{p}",
+                            lambda p=p, h=handler: self.run_drain(
+                                self.opts.cpu2_concurrency,
+                                processes=p,
+                                cpu_ms=self.opts.cpu_ms,
+                                sync_handler=h == "sync",
+                            ),
+                        )
+                        for p in (1, procs)
+                    ]
+                )
+        return groups
 
     def run_all(self) -> dict[str, list[dict[str, Any]]]:
         """Every selected workload, ``--runs`` times each; failures are recorded, not fatal.
 
         A run during which other processes used more than ``--noisy-pct`` % of a core
-        is repeated up to ``--retries`` times; the least disturbed attempt is kept
-        (the choice looks only at the disturbance, never at the result) and the
-        others are stored under ``noisy_attempts``.
+        is repeated up to ``--retries`` times (a soak run never is); the least
+        disturbed attempt is kept (the choice looks only at the disturbance, never at
+        the result) and the others are stored under ``noisy_attempts``.
         """
         results: dict[str, list[dict[str, Any]]] = {}
-        for key, fn in self.plan():
-            results[key] = []
+        for group in self.plan():
+            for key, _ in group:
+                results[key] = []
             for i in range(1, self.opts.runs + 1):
-                attempts: list[dict[str, Any]] = []
-                for attempt in range(self.opts.retries + 1):
-                    t = time.perf_counter()
-                    try:
-                        res = fn()
-                    except Exception as exc:
-                        traceback.print_exc()
-                        res = {"error": f"{type(exc).__name__}: {exc}", "verified": False}
-                    res["run"] = i
-                    res["noisy"] = other_pct(res) > self.opts.noisy_pct
-                    attempts.append(res)
-                    took = time.perf_counter() - t
-                    retry = res["noisy"] and attempt < self.opts.retries
-                    again = " (noisy, again)" if retry else ""
-                    log(f"{self.adapter.name} {key} run {i}: {brief(res)} ({took:.1f} s){again}")
-                    if "error" in res or not res["noisy"]:
-                        break
-                best = min(attempts, key=lambda r: ("error" in r, other_pct(r)))
-                others = [r for r in attempts if r is not best]
-                if others:
-                    best["noisy_attempts"] = others
-                results[key].append(best)
+                for key, fn in group:
+                    results[key].append(self._run_one(key, fn, i))
         return results
+
+    def _run_one(self, key: str, fn: Callable[[], dict[str, Any]], i: int) -> dict[str, Any]:
+        """Run ``i`` of workload ``key``, repeated while noisy (up to ``--retries``)."""
+        retries = 0 if key == "soak" else self.opts.retries
+        attempts: list[dict[str, Any]] = []
+        for attempt in range(retries + 1):
+            t = time.perf_counter()
+            try:
+                res = fn()
+            except Exception as exc:
+                traceback.print_exc()
+                res = {"error": f"{type(exc).__name__}: {exc}", "verified": False}
+            res["run"] = i
+            res["noisy"] = other_pct(res) > self.opts.noisy_pct
+            attempts.append(res)
+            took = time.perf_counter() - t
+            retry = res["noisy"] and attempt < retries
+            again = " (noisy, again)" if retry else ""
+            log(f"{self.adapter.name} {key} run {i}: {brief(res)} ({took:.1f} s){again}")
+            if "error" in res or not res["noisy"]:
+                break
+        best = min(attempts, key=lambda r: ("error" in r, other_pct(r)))
+        others = [r for r in attempts if r is not best]
+        if others:
+            best["noisy_attempts"] = others
+        return best
 
 
 def other_pct(res: dict[str, Any]) -> float:
@@ -717,6 +1114,8 @@ def brief(res: dict[str, Any]) -> str:
             f"pg {res['pg_cpu_ms_per_job']:.3f} ms/job, client {res['client_cpu_ms_per_job']:.3f}"
             f" ms/job, quiet {res['quiet_pct']:.0f}%, other {res['cpu']['other_cpu_pct']:.0f}%"
             + (f", peak in flight {res['max_in_flight']}" if res.get("max_in_flight") else "")
+            + (f", backlog at the end {res['backlog_end']:,}" if "backlog_end" in res else "")
+            + (f", {res['fill']['rows']:,} terminal rows stored" if "fill" in res else "")
             + flag
         )
     return (
@@ -754,9 +1153,169 @@ def good(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in runs if "error" not in r]
 
 
-def report(name: str, env: dict[str, Any], results: dict[str, list[dict[str, Any]]]) -> str:
+def label_of(key: str, runs: list[dict[str, Any]] | None = None) -> str:
+    """The report's name of a workload key."""
+    fixed = {"insert": "single insert", "batch": "batch insert"}
+    if key in fixed:
+        return fixed[key]
+    if key == "soak":
+        r = next(iter(good(runs or [])), None)
+        offered = f" (offered {r['offered_rate']:,.0f}/s)" if r else ""
+        return f"soak completed{offered}"
+    if key.startswith("drain1m_c"):
+        r = next((r for r in good(runs or []) if "fill" in r), None)
+        rows = f"{r['fill']['rows']:,}" if r else "stored"
+        return f"drain over {rows} terminal rows c={key.removeprefix('drain1m_c')}"
+    if key.startswith(("cpu2_p", "cpu2sync_p")):
+        kind, _, procs = key.partition("_p")
+        r = next(iter(good(runs or [])), None)
+        cpu = f"{r['cpu_ms']:g} ms" if r else "CPU"
+        handler = "sync" if kind == "cpu2sync" else "async"
+        slots = f" x {r['concurrency']} slots" if r else ""
+        noun = "process" if procs == "1" else "processes"
+        return f"cpu2: {cpu} {handler} handlers, {procs} {noun}{slots}"
+    return key.replace("drain_c", "drain c=").replace(
+        "followups_c", "drain with 1 follow-up per job (both counted) c="
+    )
+
+
+#: (workload key prefix, base key prefix, label, target) of the ratios in the report.
+RATIOS = (
+    ("followups_c", "drain_c", "follow-up drain / plain drain", "≥ 0.6"),
+    ("drain1m_c", "drain_c", "drain over stored terminal rows / plain drain", "≥ 0.90"),
+)
+
+
+def ratio_lines(results: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """``| ratio ... |`` rows: follow-up and drain1m drains to the plain drain, cpu2."""
+
+    def rate(runs: list[dict[str, Any]] | None) -> float:
+        ok = good(runs or [])
+        return statistics.median(r["rate"] for r in ok) if ok else math.nan
+
+    lines: list[str] = []
+    for key, runs in results.items():
+        for prefix, base, label, target in RATIOS:
+            if key.startswith(prefix):
+                c = key.removeprefix(prefix)
+                ratio = rate(runs) / rate(results.get(base + c))
+                if not math.isnan(ratio):
+                    lines.append(f"| ratio {label}, c={c} | {ratio:.2f} (target {target}) | | |")
+        if key.startswith(("cpu2_p", "cpu2sync_p")) and not key.endswith("_p1"):
+            one = key[: key.rindex("_p")] + "_p1"
+            ratio = rate(runs) / rate(results.get(one))
+            if not math.isnan(ratio):
+                procs = key[key.rindex("_p") + 2 :]
+                lines.append(
+                    f"| ratio {label_of(key, runs).partition(',')[0]}: {procs} processes / 1 "
+                    f"| {ratio:.2f} (target ≥ 1.6) | | |"
+                )
+    return lines
+
+
+def mib(n: float) -> str:
+    """Bytes as MiB with one decimal."""
+    return f"{n / 1048576:,.1f}"
+
+
+def table_lines(stats: dict[str, Any], *, top_indexes: int = 12) -> list[str]:
+    """Markdown tables of :meth:`Bench.table_stats` (tables with any rows or activity)."""
+    lines = [
+        "| table | live rows | dead rows | table MiB | indexes MiB | total MiB "
+        "| ins / upd (HOT) / del | vacuums / autovacuums |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for t in stats["tables"]:
+        if not (t["live"] or t["dead"] or t["ins"] or t["upd"] or t["del"]):
+            continue
+        lines.append(
+            f"| {t['table']} | {t['live']:,} | {t['dead']:,} | {mib(t['table_bytes'])} "
+            f"| {mib(t['index_bytes'])} | {mib(t['total_bytes'])} "
+            f"| {t['ins']:,} / {t['upd']:,} ({t['hot_upd']:,}) / {t['del']:,} "
+            f"| {t['vacuums']} / {t['autovacuums']} |"
+        )
+    indexes = [i for i in stats["indexes"] if i["bytes"] > 8192][:top_indexes]
+    if indexes:
+        lines.append("")
+        lines.append("| index (larger than one page) | table | MiB | scans |")
+        lines.append("|---|---|---|---|")
+        lines.extend(
+            f"| {i['index']} | {i['table']} | {mib(i['bytes'])} | {i['scans']:,} |" for i in indexes
+        )
+    return lines
+
+
+def soak_section(runs: list[dict[str, Any]]) -> list[str]:
+    """The soak's own figures: throughput kept, backlog, dead tuples and sizes."""
+    ok = good(runs)
+    if not ok:
+        return []
+    r0 = ok[-1]
+    lines = [
+        "",
+        f"**soak**: {r0['offered_rate']:,.0f} jobs/s offered in batches of {r0['batch']} for "
+        f"{r0['soak_seconds']:g} s, one worker with {r0['concurrency']} slots; "
+        f"server autovacuum = **{r0['autovacuum']}** (not changed by the bench). "
+        "Medians (min-max) of the runs:",
+        "",
+        "| soak figure | value |",
+        "|---|---|",
+        f"| produced jobs/s | {fmt([r['produced_rate'] for r in ok], 1)} |",
+        f"| completed jobs/s (whole soak) | {fmt([r['rate'] for r in ok], 1)} |",
+        f"| completed jobs/s (second half) | {fmt([r['second_half_rate'] for r in ok], 1)} |",
+        f"| throughput kept (completed / produced) % | {fmt([r['kept_pct'] for r in ok], 2)} |",
+        f"| backlog at the end (produced - completed) | {fmt([r['backlog_end'] for r in ok])} |",
+        f"| producer batches later than one interval | "
+        f"{fmt([r['producer']['late_batches'] for r in ok])} |",
+        "| CPU ms per job produced: worker / producer / pg "
+        f"| {med([1000 * r['cpu']['clients_cpu_s'][0] / r['produced'] for r in ok], 3)} / "
+        f"{med([1000 * r['cpu']['clients_cpu_s'][1] / r['produced'] for r in ok], 3)} / "
+        f"{med([r['pg_cpu_ms_per_job'] for r in ok], 3)} |",
+        "| dead tuples at the end (library tables) "
+        f"| {fmt([sum(t['dead'] for t in r['tables']['tables']) for r in ok])} |",
+        "| total size MiB at the end (library tables) "
+        f"| {fmt([sum(t['total_bytes'] for t in r['tables']['tables']) / 1048576 for r in ok], 1)}"
+        " |",
+        "",
+        f"Tables and indexes at the end of run {r0['run']} (after the worker stopped and every "
+        "session closed, so all statistics are flushed):",
+        "",
+    ]
+    lines.extend(table_lines(r0["tables"]))
+    return lines
+
+
+def fill_section(results: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """What drain1m stored, and its tables after the drain."""
+    lines: list[str] = []
+    for key, runs in results.items():
+        r = next((r for r in good(runs) if "fill" in r), None)
+        if r is None:
+            continue
+        f = r["fill"]
+        lines.append("")
+        lines.append(
+            f"**{key}** (run {r['run']}): {f['rows']:,} finished jobs stored in "
+            f"{f['fill_s']:.1f} s, VACUUM ANALYZE {f['vacuum_s']:.1f} s, CHECKPOINT "
+            f"{f['checkpoint_s']:.1f} s; the library's tables after the drain:"
+        )
+        lines.append("")
+        lines.extend(table_lines(r["tables_after"], top_indexes=8))
+    return lines
+
+
+def report(
+    name: str,
+    env: dict[str, Any],
+    results: dict[str, list[dict[str, Any]]],
+    skipped: dict[str, str] | None = None,
+) -> str:
     """Markdown tables of one adapter's results."""
     lines: list[str] = []
+    if not results:
+        lines.append(f"### {name}: nothing run\n")
+        lines.extend(f"- {key} skipped: {why}" for key, why in (skipped or {}).items())
+        return "\n".join(lines)
     lines.append(f"### {name} {env.get('version', '?')}\n")
     drivers = env.get("drivers")
     if drivers is None:  # a producer that predates the drivers field
@@ -778,26 +1337,13 @@ def report(name: str, env: dict[str, Any], results: dict[str, list[dict[str, Any
                 for p in ("p50", "p95", "p99", "max")
             )
         else:
-            label = {"insert": "single insert", "batch": "batch insert"}.get(
-                key,
-                key.replace("drain_c", "drain c=").replace(
-                    "followups_c", "drain with 1 follow-up per job (both counted) c="
-                ),
-            )
             lines.append(
-                f"| {label} jobs/s | {fmt([r['rate'] for r in ok])} | {verified}/{len(runs)} "
-                f"| {noisy} |"
+                f"| {label_of(key, runs)} jobs/s | {fmt([r['rate'] for r in ok])} "
+                f"| {verified}/{len(runs)} | {noisy} |"
             )
-    for key, runs in results.items():
-        plain = results.get(key.replace("followups_c", "drain_c"))
-        if key.startswith("followups_c") and plain and good(runs) and good(plain):
-            ratio = statistics.median(r["rate"] for r in good(runs)) / statistics.median(
-                r["rate"] for r in good(plain)
-            )
-            lines.append(
-                f"| ratio follow-up drain / plain drain, c={key.removeprefix('followups_c')} "
-                f"| {ratio:.2f} | | |"
-            )
+    lines.extend(ratio_lines(results))
+    for key, why in (skipped or {}).items():
+        lines.append(f"| {key} | skipped: {why} | | |")
     lines.append("")
     lines.append(
         "| workload | xacts/job | rows ins / upd / del per job | WAL B/job "
@@ -827,13 +1373,16 @@ def report(name: str, env: dict[str, Any], results: dict[str, list[dict[str, Any
         )
     lines.append("")
     lines.append(
-        "client = the producer child for insert/batch, the worker child for drains. "
+        "client = the producer child for insert/batch, the worker child(ren) for drains "
+        "(summed over cpu2's processes), worker + producer for soak (per job produced). "
         "Medians of the runs. xacts exclude the harness's polls; WAL is cluster-wide. "
         f"CPU % is of one core ({os.cpu_count()} cores in all). pg = postmaster, "
         "auxiliary processes and the backends of the bench database; other = machine "
         "total minus client, pg and harness. Peak in flight: the most jobs seen claimed "
         "but not yet completed at one poll, per run."
     )
+    lines.extend(soak_section(results.get("soak", [])))
+    lines.extend(fill_section(results))
     failed = [(k, r) for k, runs in results.items() for r in runs if not r.get("verified")]
     for key, r in failed:
         what = r.get("error") or f"states {r.get('states')}, worker {r.get('worker')}"
@@ -851,6 +1400,12 @@ def compared_figures(keys: list[str]) -> list[tuple[str, str, str, bool]]:
             figures.append(("batch insert jobs/s", key, "rate", True))
         elif key.startswith("drain_c"):
             figures.append((f"drain c={key.removeprefix('drain_c')} jobs/s", key, "rate", True))
+        elif key.startswith("drain1m_c"):
+            c = key.removeprefix("drain1m_c")
+            figures.append((f"drain over terminal rows c={c} jobs/s", key, "rate", True))
+        elif key == "soak":
+            figures.append(("soak completed jobs/s", key, "rate", True))
+            figures.append(("soak backlog at the end", key, "backlog_end", False))
         elif key == "latency":
             figures.extend(
                 (f"pickup latency {p} ms", key, f"{p}_ms", False) for p in ("p50", "p95", "p99")
@@ -967,8 +1522,12 @@ def main(argv: list[str] | None = None) -> int:
                 results = bench.run_all()
             finally:
                 drop_database(admin_url, opts.dbname)
-            all_results[name] = {"env": bench.env_info, "results": results}
-            sections.append(report(name, bench.env_info, results))
+            all_results[name] = {
+                "env": bench.env_info,
+                "results": results,
+                "skipped": bench.skipped,
+            }
+            sections.append(report(name, bench.env_info, results, bench.skipped))
             if any(not r.get("verified") for runs in results.values() for r in runs):
                 exit_code = 1
     meta["elapsed_s"] = round(time.time() - started, 1)
@@ -978,7 +1537,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"machine: {m['nproc']} x {m['cpu_model']}, {m['ram_gib']} GiB RAM; "
         f"PostgreSQL {s.get('server_version')}, synchronous_commit={s.get('synchronous_commit')}, "
-        f"fsync={s.get('fsync')}, shared_buffers={s.get('shared_buffers')}; "
+        f"fsync={s.get('fsync')}, shared_buffers={s.get('shared_buffers')}, "
+        f"autovacuum={s.get('autovacuum')}; "
         f"{opts.runs} run(s) per workload, {opts.jobs:,} jobs; took {meta['elapsed_s']} s"
     )
     src0, src1 = meta["source"], meta["source_after"]

@@ -3,6 +3,11 @@
 ``python bench/worker_wai.py --url URL --concurrency C``: one ``AsyncClient``
 with default settings, a no-op ``Noop`` handler and a ``Ping`` handler that
 records ``time.time() - t``. Nothing is started before GO.
+
+``--cpu-ms X`` (the ``cpu2`` workload) replaces the no-op ``Noop`` handler by one that
+busy-loops on ``time.perf_counter()`` for X ms: an ``async def`` handler by default, so
+the CPU is burnt in the event loop, or with ``--sync-handler`` a plain ``def`` handler,
+which wai runs in its thread pool (holding the GIL while it spins).
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import argparse
 import asyncio
 import logging
 import os
+import threading
 import time
 
 from adapter import QUEUE
@@ -30,17 +36,50 @@ async def main() -> None:
         action="store_true",
         help="every Noop enqueues one Done follow-up with its completion",
     )
+    parser.add_argument(
+        "--cpu-ms", type=float, default=0.0, help="busy-loop this long in each Noop handler"
+    )
+    parser.add_argument(
+        "--sync-handler",
+        action="store_true",
+        help="with --cpu-ms: a sync (thread pool) handler instead of an async one",
+    )
     opts = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
     handled = 0
     latencies: list[float] = []
     client = wai.AsyncClient(opts.url)
+    burn = opts.cpu_ms / 1000.0
+    lock = threading.Lock()
 
-    @client.task(Noop, queue=QUEUE)
-    async def noop(job: wai.Job[Noop]) -> None:
-        nonlocal handled
-        handled += 1
+    if burn <= 0:
+
+        @client.task(Noop, queue=QUEUE)
+        async def noop(job: wai.Job[Noop]) -> None:
+            nonlocal handled
+            handled += 1
+
+    elif opts.sync_handler:
+
+        @client.task(Noop, queue=QUEUE)
+        def noop_sync_cpu(job: wai.Job[Noop]) -> None:
+            nonlocal handled
+            end = time.perf_counter() + burn
+            while time.perf_counter() < end:
+                pass
+            with lock:  # handlers run on several threads of the pool
+                handled += 1
+
+    else:
+
+        @client.task(Noop, queue=QUEUE)
+        async def noop_cpu(job: wai.Job[Noop]) -> None:
+            nonlocal handled
+            end = time.perf_counter() + burn
+            while time.perf_counter() < end:
+                pass
+            handled += 1
 
     if opts.followups:
 
@@ -79,6 +118,8 @@ async def main() -> None:
             "latencies": latencies,
             "start_seconds": start_seconds,
             "shutdown_seconds": shutdown_seconds,
+            "cpu_ms": opts.cpu_ms,
+            "sync_handler": opts.sync_handler,
             "pid": os.getpid(),
         }
     )
