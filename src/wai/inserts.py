@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
+from wai._slots import positional_constructor
 from wai.errors import ValidationError
 from wai.job import JobState
 from wai.kinds import dumps, encode_args, kind_of
@@ -19,13 +21,25 @@ _QUEUE = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")
 MAX_TAGS = 20
 
 
+def _invalid_queue(queue: object) -> ValidationError:
+    return ValidationError(
+        f"invalid queue name {queue!r}: use 1-200 letters, digits, '_', '.', ':' or '-'"
+    )
+
+
+# Valid names are remembered (a batch usually names one queue); lru_cache caches no exception.
+@functools.lru_cache(maxsize=4096)
+def _valid_queue(queue: str) -> str:
+    if not _QUEUE.match(queue):
+        raise _invalid_queue(queue)
+    return queue
+
+
 def validate_queue(queue: str) -> str:
     """Return ``queue`` if it is a usable queue name, else raise ValidationError."""
-    if not isinstance(queue, str) or not _QUEUE.match(queue):
-        raise ValidationError(
-            f"invalid queue name {queue!r}: use 1-200 letters, digits, '_', '.', ':' or '-'"
-        )
-    return queue
+    if not isinstance(queue, str):
+        raise _invalid_queue(queue)
+    return _valid_queue(queue)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +79,8 @@ class NewJob:
 
 
 def _check_int(name: str, value: object, low: int, high: int) -> int:
+    if type(value) is int and low <= value <= high:  # the usual case, without isinstance
+        return value
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ValidationError(f"{name} must be an integer from {low} to {high}, got {value!r}")
     return value
@@ -114,10 +130,13 @@ def build_job(
         max_attempts = default_max_attempts(kind) or 25
     _check_int("max_attempts", max_attempts, 1, 1000)
     args_json = encode_args(request.args)
-    metadata: Any = request.metadata if request.metadata is not None else {}
-    if not isinstance(metadata, Mapping):
+    metadata: Any = request.metadata
+    if metadata is None:
+        metadata_json = "{}"
+    elif isinstance(metadata, Mapping):
+        metadata_json = dumps(dict(cast(Mapping[str, Any], metadata)), "metadata")
+    else:
         raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
-    metadata_json = dumps(dict(cast(Mapping[str, Any], metadata)), "metadata")
     run_at = request.run_at
     if run_at is not None:
         if not isinstance(run_at, datetime):
@@ -145,18 +164,23 @@ def build_job(
         )
         states = request.unique.state_list()
         on_conflict = request.unique.on_conflict
-    return NewJob(
-        kind=kind,
-        queue=queue,
-        args=args_json,
-        state=JobState.SCHEDULED if run_at is not None else JobState.AVAILABLE,
-        priority=priority,
-        max_attempts=max_attempts,
-        run_at=run_at,
-        tags=_check_tags(request.tags),
-        metadata=metadata_json,
-        unique_key=key,
-        unique_states=states,
-        on_conflict=on_conflict,
-        ordering_key=request.ordering_key,
+    return _new_job(  # the fields in order
+        kind,
+        queue,
+        args_json,
+        JobState.SCHEDULED if run_at is not None else JobState.AVAILABLE,
+        priority,
+        max_attempts,
+        run_at,
+        _check_tags(request.tags),
+        metadata_json,
+        key,
+        states,
+        on_conflict,
+        request.ordering_key,
+        None,  # trigger
     )
+
+
+# build_job runs once per job of a batch; NewJob(...) would be twice as slow.
+_new_job = positional_constructor(NewJob)

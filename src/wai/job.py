@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-__all__ = ["TERMINAL_STATES", "JobRow", "JobState", "Trigger"]
+from wai._json import loads
+from wai._slots import positional_constructor
+
+__all__ = ["ROW_COLUMNS", "TERMINAL_STATES", "JobRow", "JobState", "Trigger"]
 
 
 class JobState(enum.StrEnum):
@@ -31,6 +35,8 @@ class JobState(enum.StrEnum):
 
 TERMINAL_STATES = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED})
 
+_STATES: dict[str, JobState] = {s.value: s for s in JobState}
+
 
 _TIMESTAMPS = (
     "run_at",
@@ -41,6 +47,52 @@ _TIMESTAMPS = (
     "created_at",
     "callback_timeout_at",
 )
+
+#: The select list that :meth:`JobRow.from_row` reads, in its order (the ``RETURNING``
+#: list of the insert queries). The jsonb columns come as text and are decoded here:
+#: psycopg's jsonb loader costs a Python call per value, and most of these values are
+#: ``{}``, ``[]`` or NULL.
+ROW_COLUMNS = (
+    "id",
+    "kind",
+    "queue",
+    "args::text",
+    "state",
+    "priority",
+    "attempt",
+    "max_attempts",
+    "run_at",
+    "attempted_at",
+    "heartbeat_at",
+    "deadline_at",
+    "finalized_at",
+    "created_at",
+    "errors::text",
+    "metadata::text",
+    "tags",
+    "unique_key",
+    "ordering_key",
+    "callback_id",
+    "callback_timeout_at",
+    "run_lease",
+    "progress::text",
+    "trigger_job_id",
+    "trigger_run_lease",
+    "trigger_outcome",
+    "trigger_spec",
+    "callback_result::text",
+)
+
+
+def _json(text: str | None) -> Any:
+    """Decode a jsonb column read as text, as wai's connections decode jsonb."""
+    if text is None:
+        return None
+    if text == "{}":
+        return {}
+    if text == "[]":
+        return []
+    return loads(text)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,3 +198,82 @@ class JobRow:
             trigger=trigger,
             callback_result=rec.get("callback_result"),
         )
+
+    @staticmethod
+    def from_row(row: Sequence[Any]) -> JobRow:
+        """Build a row from a tuple that starts with :data:`ROW_COLUMNS` (more is ignored).
+
+        The same values as :meth:`from_record`, at about half its cost: a batch insert
+        decodes one row per job.
+        """
+        (
+            id_,
+            kind,
+            queue,
+            args,
+            state,
+            priority,
+            attempt,
+            max_attempts,
+            run_at,
+            attempted_at,
+            heartbeat_at,
+            deadline_at,
+            finalized_at,
+            created_at,
+            errors,
+            metadata,
+            tags,
+            key,
+            ordering_key,
+            callback_id,
+            callback_timeout_at,
+            run_lease,
+            progress,
+            trigger_id,
+            trigger_run_lease,
+            trigger_outcome,
+            trigger_spec,
+            callback_result,
+            *_,
+        ) = row
+        trigger = (
+            Trigger(
+                job_id=trigger_id,
+                run_lease=trigger_run_lease,
+                outcome=trigger_outcome,
+                spec=trigger_spec,
+            )
+            if trigger_id is not None
+            else None
+        )
+        return _new_row(  # the fields in order
+            id_,
+            kind,
+            queue,
+            _json(args),
+            _STATES[state],
+            priority,
+            attempt,
+            max_attempts,
+            run_at,
+            attempted_at,
+            heartbeat_at,
+            deadline_at,
+            finalized_at,
+            created_at,
+            tuple(_json(errors) or ()),
+            _json(metadata) or {},
+            tuple(tags or ()),
+            bytes(key) if key is not None else None,
+            ordering_key,
+            callback_id,
+            callback_timeout_at,
+            run_lease,
+            _json(progress),
+            trigger,
+            _json(callback_result),
+        )
+
+
+_new_row = positional_constructor(JobRow)

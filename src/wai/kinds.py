@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -22,13 +23,29 @@ def snake_case(name: str) -> str:
     return _WORD.sub(r"\1_\2", _ACRONYM.sub(r"\1_\2", name)).lower()
 
 
-def validate_kind(kind: str) -> str:
-    """Return ``kind`` if it is a usable job kind, else raise ValidationError."""
-    if not isinstance(kind, str) or not _KIND.match(kind):
+# Valid names are remembered, so that a batch of jobs of one kind checks it once. Invalid
+# ones raise, and lru_cache caches no exception.
+@functools.lru_cache(maxsize=4096)
+def _valid_kind(kind: str) -> str:
+    if not _KIND.match(kind):
         raise ValidationError(
             f"invalid job kind {kind!r}: use 1-200 letters, digits, '_', '.', ':' or '-'"
         )
     return kind
+
+
+@functools.lru_cache(maxsize=4096)
+def _kind_of_class_name(name: str) -> str:
+    return _valid_kind(snake_case(name))
+
+
+def validate_kind(kind: str) -> str:
+    """Return ``kind`` if it is a usable job kind, else raise ValidationError."""
+    if not isinstance(kind, str):
+        raise ValidationError(
+            f"invalid job kind {kind!r}: use 1-200 letters, digits, '_', '.', ':' or '-'"
+        )
+    return _valid_kind(kind)
 
 
 def kind_of(args: object, kind: str | None = None) -> str:
@@ -38,8 +55,8 @@ def kind_of(args: object, kind: str | None = None) -> str:
     if isinstance(args, Mapping):
         raise ValidationError("dict args need an explicit kind=...: insert(args, kind='my_kind')")
     if isinstance(args, type):
-        return validate_kind(snake_case(args.__name__))
-    return validate_kind(snake_case(type(args).__name__))
+        return _kind_of_class_name(args.__name__)
+    return _kind_of_class_name(type(args).__name__)
 
 
 def kind_of_type(args_type: type[Any] | str) -> str:
@@ -47,6 +64,33 @@ def kind_of_type(args_type: type[Any] | str) -> str:
     if isinstance(args_type, str):
         return validate_kind(args_type)
     return validate_kind(snake_case(args_type.__name__))
+
+
+#: Values that ``dataclasses.asdict`` returns as they are (its deep copy keeps them).
+_ATOMIC = frozenset({str, int, float, bool, type(None)})
+
+
+@functools.lru_cache(maxsize=1024)
+def _dataclass_fields(cls: type) -> tuple[str, ...] | None:
+    """The field names of dataclass ``cls`` in ``asdict`` order; None for other classes."""
+    if not dataclasses.is_dataclass(cls) or issubclass(cls, Mapping):
+        return None
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+def _flat_dataclass(args: object) -> dict[str, Any] | None:
+    """``asdict(args)`` for a dataclass whose fields all hold scalars, else None.
+
+    The usual args, without the recursive deep copy of ``asdict``.
+    """
+    names = _dataclass_fields(type(args))
+    if names is None:
+        return None
+    data = {name: getattr(args, name) for name in names}
+    for value in data.values():
+        if type(value) not in _ATOMIC:
+            return None
+    return data
 
 
 def _to_builtins(args: object) -> dict[str, Any]:
@@ -84,16 +128,21 @@ def _reject(value: object) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
+_ENCODER = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_reject
+)
+
+
 def dumps(value: object, what: str = "args") -> str:
     """Encode ``value`` as compact JSON that PostgreSQL's jsonb accepts."""
     try:
-        text = json.dumps(
-            value, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_reject
-        )
+        text = _ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         raise SerializationError(f"{what} cannot be encoded as JSON: {exc}") from exc
     if "\\u0000" in text:
         _no_nul(value, what)
+    if text.isascii():  # O(1) in CPython; ASCII holds no lone surrogate
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:  # a lone surrogate such as "\ud800"
@@ -106,9 +155,11 @@ def dumps(value: object, what: str = "args") -> str:
 
 def encode_args(args: object) -> str:
     """Encode job args (dataclass, pydantic model, msgspec struct or dict) to JSON."""
-    data = _to_builtins(args)
-    if not all(isinstance(k, str) for k in data):
-        raise SerializationError("args keys must be strings")
+    data = _flat_dataclass(args)
+    if data is None:
+        data = _to_builtins(args)
+        if not all(isinstance(k, str) for k in data):
+            raise SerializationError("args keys must be strings")
     return dumps(data, "args")
 
 

@@ -7,7 +7,7 @@ them in step.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import psycopg
@@ -343,6 +343,48 @@ def test_insert_many_mixed_requests(sclient: wai.Client) -> None:
     assert [sclient.get_job(r.id) for r in rows] == rows
 
 
+def test_insert_many_sets_every_column_of_every_row(sclient: wai.Client) -> None:
+    when = datetime(2031, 1, 2, 3, 4, 5, 678901, tzinfo=timezone(timedelta(hours=5, minutes=30)))
+    skip = wai.UniqueOpts(on_conflict="skip", by_queue=True)
+    rows = sclient.insert_many(
+        [
+            wai.EnqueueRequest(
+                {"q": HOSTILE, "n": i, "u": "ü\U0001f680", "big": 2**70, "f": 0.1, "z": "\\u0000"},
+                kind="hostile_data",
+                queue=f"q{i}",
+                priority=1 + i % 4,
+                max_attempts=3 + i,
+                run_at=when,
+                tags=[HOSTILE, f"t{i}", "$$;--", "ü"],
+                metadata={HOSTILE: i, "nested": {"a": [1, None]}},
+                unique=skip,
+                ordering_key=f"{HOSTILE}:{i}",
+            )
+            for i in range(3)
+        ]
+    )
+    assert [r.args["n"] for r in rows] == [0, 1, 2]
+    assert [r.queue for r in rows] == ["q0", "q1", "q2"]
+    assert [r.priority for r in rows] == [1, 2, 3]
+    assert [r.max_attempts for r in rows] == [3, 4, 5]
+    assert {r.state for r in rows} == {"scheduled"}
+    assert {r.run_at for r in rows} == {when}
+    assert rows[1].tags == (HOSTILE, "t1", "$$;--", "ü")
+    assert rows[2].metadata == {HOSTILE: 2, "nested": {"a": [1, None]}}
+    assert rows[0].ordering_key == f"{HOSTILE}:0"
+    assert rows[0].args["big"] == 2**70
+    assert rows[0].args["z"] == "\\u0000"
+    assert all(r.unique_key is not None for r in rows)
+    assert [sclient.get_job(r.id) for r in rows] == rows
+    again = sclient.insert_many(
+        [
+            wai.EnqueueRequest(Counter(n=9)),
+            wai.EnqueueRequest(rows[1].args, kind="hostile_data", queue="q1", unique=skip),
+        ]
+    )
+    assert again[1] == rows[1]
+
+
 def test_insert_many_unique_rows_inside_a_batch(sclient: wai.Client, database_url: str) -> None:
     held = sclient.insert(SendEmail(to="held"), unique=wai.UniqueOpts())
     skip = wai.UniqueOpts(on_conflict="skip")
@@ -576,6 +618,25 @@ def test_notify_bridge_commit_and_insert_many(sclient: wai.Client, database_url:
     assert got[0] == ("wai.jobs", "bridged")
     assert sorted(got[1:3]) == [("wai.jobs", "a"), ("wai.jobs", "b")]  # one per queue
     assert got[3] == ("wai.jobs", "marker")
+
+
+def test_notify_insert_many_only_for_available_jobs(sclient: wai.Client, database_url: str) -> None:
+    with psycopg.connect(database_url, autocommit=True) as listener:
+        listener.execute('LISTEN "wai.jobs"')
+        later = datetime.now(UTC) + timedelta(hours=1)
+        sclient.insert_many(
+            [wai.EnqueueRequest(Counter(n=i), queue="later", run_at=later) for i in range(3)]
+        )
+        sclient.insert_many(
+            [
+                wai.EnqueueRequest(Counter(n=1), queue="later", run_at=later),
+                wai.EnqueueRequest(Counter(n=2), queue="now"),
+                wai.EnqueueRequest(Counter(n=3), queue="now"),
+            ]
+        )
+        sclient.insert(SendEmail(to="marker"), queue="marker")
+        got = notifications(listener, 2)
+    assert got == [("wai.jobs", "now"), ("wai.jobs", "marker")]
 
 
 # -- get_job / list_jobs ---------------------------------------------------------------

@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import dataclasses
+import enum
 import json
 import math
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 import pydantic
@@ -13,6 +16,7 @@ import pytest
 
 from tests.factories import HOSTILE, ChargeCard, Counter, HTMLToPDF, ResizeImage, SendEmail
 from wai.errors import SerializationError, ValidationError
+from wai.inserts import validate_queue
 from wai.kinds import decode_args, dumps, encode_args, kind_of, kind_of_type, snake_case
 
 
@@ -75,6 +79,76 @@ def test_encode_dataclass_roundtrip() -> None:
     assert json.loads(text) == {"to": "ü@example.com", "subject": "héllo"}
     assert "ü" in text  # stored as UTF-8, not \u escapes
     assert decode_args(SendEmail, json.loads(text)) == args
+
+
+@dataclass
+class _Inner:
+    x: int
+
+
+class _Color(enum.IntEnum):
+    RED = 1
+
+
+@dataclass
+class _Outer:
+    name: str
+    inner: _Inner
+    items: list[int] = field(default_factory=lambda: [1, 2])
+    pair: tuple[int, int] = (3, 4)
+    color: _Color = _Color.RED
+    limit: ClassVar[int] = 9
+
+
+@dataclass(frozen=True, slots=True)
+class _Flat:
+    a: str
+    b: int
+    c: float
+    d: bool
+    e: None = None
+
+
+@pytest.mark.parametrize(
+    "args", [_Flat("x", 1, 0.5, True), _Outer("o", _Inner(7)), SendEmail(to="a"), _Inner(x=1)]
+)
+def test_encode_dataclass_equals_asdict(args: object) -> None:
+    # Flat dataclasses skip asdict (its deep copy); the rest still go through it.
+    expected = json.dumps(dataclasses.asdict(args), separators=(",", ":"), ensure_ascii=False)  # pyright: ignore[reportArgumentType]
+    assert encode_args(args) == expected
+    assert encode_args(args) == expected  # the field names are cached per class
+
+
+def test_encode_dataclass_that_is_a_mapping_uses_its_items() -> None:
+    @dataclass
+    class Both(Mapping[str, int]):
+        hidden: int = 1
+
+        def __getitem__(self, key: str) -> int:
+            return {"shown": 2}[key]
+
+        def __iter__(self) -> Iterator[str]:
+            return iter(["shown"])
+
+        def __len__(self) -> int:
+            return 1
+
+    assert encode_args(Both()) == '{"shown":2}'
+
+
+def test_kind_and_queue_checks_are_remembered_only_when_valid() -> None:
+    for _ in range(2):
+        with pytest.raises(ValidationError, match="invalid job kind"):
+            kind_of({"a": 1}, "not valid")
+        with pytest.raises(ValidationError, match="invalid queue name"):
+            validate_queue("not valid")
+        assert kind_of({"a": 1}, "ok.kind") == "ok.kind"
+        assert validate_queue("ok-queue") == "ok-queue"
+    for bad in (None, 7, ["a"]):
+        with pytest.raises(ValidationError):
+            kind_of({"a": 1}, bad)  # pyright: ignore[reportArgumentType]
+        with pytest.raises(ValidationError):
+            validate_queue(bad)  # pyright: ignore[reportArgumentType]
 
 
 def test_encode_pydantic_roundtrip() -> None:

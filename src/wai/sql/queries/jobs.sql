@@ -1,66 +1,136 @@
 -- name: job_insert :many
--- Insert one job; a unique job whose key is held inserts nothing.
-WITH ins AS (
-    INSERT INTO {schema}.jobs (
-        kind, queue, args, state, priority, max_attempts, run_at, tags, metadata,
-        unique_key, unique_states, ordering_key,
-        trigger_job_id, trigger_run_lease, trigger_outcome, trigger_spec
-    )
-    VALUES (
-        %(kind)s, %(queue)s, %(args)s::jsonb, %(state)s::{schema}.job_state, %(priority)s,
-        %(max_attempts)s, coalesce(%(run_at)s::timestamptz, now()), %(tags)s::text[],
-        %(metadata)s::jsonb, %(unique_key)s::bytea, %(unique_states)s::{schema}.job_state[],
-        %(ordering_key)s::text, %(trigger_job_id)s::bigint, %(trigger_run_lease)s::bigint,
-        %(trigger_outcome)s::text, %(trigger_spec)s::text
-    )
-    ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state = ANY (unique_states)
-    DO NOTHING
-    RETURNING *
-),
-notified AS (
-    SELECT pg_notify(%(channel)s, ins.queue) FROM ins WHERE ins.state = 'available'
+-- Insert one job; a unique job whose key is held inserts nothing. RETURNING lists
+-- wai.job.ROW_COLUMNS, in their order (JobRow.from_row), then the NOTIFY that wakes the
+-- workers of an available job's queue, sent at commit. A plain INSERT: the same statement
+-- as WITH ins AS (INSERT ...) SELECT ... costs about 60 us less server time per job.
+-- Empty tags come as NULL.
+INSERT INTO {schema}.jobs (
+    kind, queue, args, state, priority, max_attempts, run_at, tags, metadata,
+    unique_key, unique_states, ordering_key,
+    trigger_job_id, trigger_run_lease, trigger_outcome, trigger_spec
 )
-SELECT ins.* FROM ins WHERE (SELECT count(*) FROM notified) >= 0;
+VALUES (
+    %(kind)s, %(queue)s, %(args)s::jsonb, %(state)s::{schema}.job_state, %(priority)s,
+    %(max_attempts)s, coalesce(%(run_at)s::timestamptz, now()),
+    coalesce(%(tags)s::text[], '{}'), %(metadata)s::jsonb, %(unique_key)s::bytea,
+    %(unique_states)s::{schema}.job_state[], %(ordering_key)s::text,
+    %(trigger_job_id)s::bigint, %(trigger_run_lease)s::bigint, %(trigger_outcome)s::text,
+    %(trigger_spec)s::text
+)
+ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state = ANY (unique_states)
+DO NOTHING
+RETURNING
+    id, kind, queue, args::text, state, priority, attempt, max_attempts, run_at,
+    attempted_at, heartbeat_at, deadline_at, finalized_at, created_at, errors::text,
+    metadata::text, tags, unique_key, ordering_key, callback_id, callback_timeout_at,
+    run_lease, progress::text, trigger_job_id, trigger_run_lease, trigger_outcome,
+    trigger_spec, callback_result::text,
+    CASE WHEN state = 'available' THEN pg_notify(%(channel)s, queue) END;
 
 -- name: job_insert_many :many
--- Insert many jobs in one statement, in input order; held unique keys insert nothing.
-WITH ins AS (
-    INSERT INTO {schema}.jobs (
-        kind, queue, args, state, priority, max_attempts, run_at, tags, metadata,
-        unique_key, unique_states, ordering_key,
-        trigger_job_id, trigger_run_lease, trigger_outcome, trigger_spec
-    )
-    SELECT
-        r.kind, r.queue, r.args::jsonb, r.state::{schema}.job_state, r.priority,
-        r.max_attempts, coalesce(r.run_at, now()),
-        coalesce(
-            (SELECT array_agg(t) FROM jsonb_array_elements_text(r.tags::jsonb) AS t),
-            '{}'
-        ),
-        r.metadata::jsonb, r.unique_key,
-        (SELECT array_agg(s::{schema}.job_state) FROM jsonb_array_elements_text(r.unique_states::jsonb) AS s),
-        r.ordering_key, r.trigger_job_id, r.trigger_run_lease, r.trigger_outcome, r.trigger_spec
-    FROM unnest(
-        %(kind)s::text[], %(queue)s::text[], %(args)s::text[], %(state)s::text[],
-        %(priority)s::smallint[], %(max_attempts)s::int[], %(run_at)s::timestamptz[],
-        %(tags)s::text[], %(metadata)s::text[], %(unique_key)s::bytea[],
-        %(unique_states)s::text[], %(ordering_key)s::text[], %(trigger_job_id)s::bigint[],
-        %(trigger_run_lease)s::bigint[], %(trigger_outcome)s::text[], %(trigger_spec)s::text[]
-    ) WITH ORDINALITY AS r(
-        kind, queue, args, state, priority, max_attempts, run_at, tags, metadata,
-        unique_key, unique_states, ordering_key,
-        trigger_job_id, trigger_run_lease, trigger_outcome, trigger_spec, ord
-    )
-    ORDER BY r.ord
-    ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state = ANY (unique_states)
-    DO NOTHING
-    RETURNING *
-),
-notified AS (
-    SELECT pg_notify(%(channel)s, q.queue)
-    FROM (SELECT DISTINCT ins.queue FROM ins WHERE ins.state = 'available') AS q
+-- Insert many jobs in one statement; ids follow the input order. For batches without a
+-- unique job, which cannot conflict on jobs_unique_idx: without ON CONFLICT, no row pays
+-- for a speculative insertion (a lock and a WAL record each).
+-- Every parameter is a JSON array with one element per job, which the client builds in one
+-- call and the server parses once: text columns as strings or null, args and metadata as
+-- objects, tags and unique_states as arrays (unique_states null for a job that is not
+-- unique), unique_key as hex, trigger as [job_id, run_lease, outcome, spec] or null. A
+-- parameter is NULL when no job of the batch sets its column (no run_at, tags,
+-- metadata...): ROWS FROM pads the empty set of jsonb_array_elements(NULL) with NULLs.
+-- RETURNING lists wai.job.ROW_COLUMNS, in their order (JobRow.from_row), then the NOTIFY
+-- of an available job's queue: PostgreSQL sends one per queue, at commit. That costs less
+-- than a WITH ins AS (INSERT ...) that selects the distinct queues; the client sorts the
+-- rows by id.
+INSERT INTO {schema}.jobs (
+    kind, queue, args, state, priority, max_attempts, run_at, tags, metadata,
+    unique_key, unique_states, ordering_key,
+    trigger_job_id, trigger_run_lease, trigger_outcome, trigger_spec
 )
-SELECT ins.* FROM ins WHERE (SELECT count(*) FROM notified) >= 0 ORDER BY ins.id;
+SELECT
+    r.kind, r.queue, r.args, r.state::{schema}.job_state, r.priority::smallint,
+    r.max_attempts::int, coalesce(r.run_at::timestamptz, now()),
+    CASE WHEN jsonb_array_length(r.tags) > 0
+        THEN ARRAY(SELECT jsonb_array_elements_text(r.tags)) ELSE '{}' END,
+    coalesce(r.metadata, '{}'), decode(r.unique_key, 'hex'),
+    CASE jsonb_typeof(r.unique_states) WHEN 'array' THEN
+        ARRAY(SELECT s::{schema}.job_state FROM jsonb_array_elements_text(r.unique_states) AS s)
+    END,
+    r.ordering_key, (r.trigger ->> 0)::bigint, (r.trigger ->> 1)::bigint, r.trigger ->> 2,
+    r.trigger ->> 3
+FROM ROWS FROM (
+    jsonb_array_elements_text(%(kind)s::jsonb),
+    jsonb_array_elements_text(%(queue)s::jsonb),
+    jsonb_array_elements(%(args)s::jsonb),
+    jsonb_array_elements_text(%(state)s::jsonb),
+    jsonb_array_elements_text(%(priority)s::jsonb),
+    jsonb_array_elements_text(%(max_attempts)s::jsonb),
+    jsonb_array_elements_text(%(run_at)s::jsonb),
+    jsonb_array_elements(%(tags)s::jsonb),
+    jsonb_array_elements(%(metadata)s::jsonb),
+    jsonb_array_elements_text(%(unique_key)s::jsonb),
+    jsonb_array_elements(%(unique_states)s::jsonb),
+    jsonb_array_elements_text(%(ordering_key)s::jsonb),
+    jsonb_array_elements(%(trigger)s::jsonb)
+) WITH ORDINALITY AS r(
+    kind, queue, args, state, priority, max_attempts, run_at, tags, metadata,
+    unique_key, unique_states, ordering_key, trigger, ord
+)
+ORDER BY r.ord
+RETURNING
+    id, kind, queue, args::text, state, priority, attempt, max_attempts, run_at,
+    attempted_at, heartbeat_at, deadline_at, finalized_at, created_at, errors::text,
+    metadata::text, tags, unique_key, ordering_key, callback_id, callback_timeout_at,
+    run_lease, progress::text, trigger_job_id, trigger_run_lease, trigger_outcome,
+    trigger_spec, callback_result::text,
+    CASE WHEN state = 'available' THEN pg_notify(%(channel)s, queue) END;
+
+-- name: job_insert_many_unique :many
+-- job_insert_many for batches with a unique job: the same statement plus ON CONFLICT, so
+-- that a row whose unique key is held inserts nothing. Keep the two in step.
+INSERT INTO {schema}.jobs (
+    kind, queue, args, state, priority, max_attempts, run_at, tags, metadata,
+    unique_key, unique_states, ordering_key,
+    trigger_job_id, trigger_run_lease, trigger_outcome, trigger_spec
+)
+SELECT
+    r.kind, r.queue, r.args, r.state::{schema}.job_state, r.priority::smallint,
+    r.max_attempts::int, coalesce(r.run_at::timestamptz, now()),
+    CASE WHEN jsonb_array_length(r.tags) > 0
+        THEN ARRAY(SELECT jsonb_array_elements_text(r.tags)) ELSE '{}' END,
+    coalesce(r.metadata, '{}'), decode(r.unique_key, 'hex'),
+    CASE jsonb_typeof(r.unique_states) WHEN 'array' THEN
+        ARRAY(SELECT s::{schema}.job_state FROM jsonb_array_elements_text(r.unique_states) AS s)
+    END,
+    r.ordering_key, (r.trigger ->> 0)::bigint, (r.trigger ->> 1)::bigint, r.trigger ->> 2,
+    r.trigger ->> 3
+FROM ROWS FROM (
+    jsonb_array_elements_text(%(kind)s::jsonb),
+    jsonb_array_elements_text(%(queue)s::jsonb),
+    jsonb_array_elements(%(args)s::jsonb),
+    jsonb_array_elements_text(%(state)s::jsonb),
+    jsonb_array_elements_text(%(priority)s::jsonb),
+    jsonb_array_elements_text(%(max_attempts)s::jsonb),
+    jsonb_array_elements_text(%(run_at)s::jsonb),
+    jsonb_array_elements(%(tags)s::jsonb),
+    jsonb_array_elements(%(metadata)s::jsonb),
+    jsonb_array_elements_text(%(unique_key)s::jsonb),
+    jsonb_array_elements(%(unique_states)s::jsonb),
+    jsonb_array_elements_text(%(ordering_key)s::jsonb),
+    jsonb_array_elements(%(trigger)s::jsonb)
+) WITH ORDINALITY AS r(
+    kind, queue, args, state, priority, max_attempts, run_at, tags, metadata,
+    unique_key, unique_states, ordering_key, trigger, ord
+)
+ORDER BY r.ord
+ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state = ANY (unique_states)
+DO NOTHING
+RETURNING
+    id, kind, queue, args::text, state, priority, attempt, max_attempts, run_at,
+    attempted_at, heartbeat_at, deadline_at, finalized_at, created_at, errors::text,
+    metadata::text, tags, unique_key, ordering_key, callback_id, callback_timeout_at,
+    run_lease, progress::text, trigger_job_id, trigger_run_lease, trigger_outcome,
+    trigger_spec, callback_result::text,
+    CASE WHEN state = 'available' THEN pg_notify(%(channel)s, queue) END;
 
 -- name: job_get_by_unique_key :one
 -- The job that currently holds a unique key.
