@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -54,6 +54,13 @@ class DlqMixin:
         """Borrow a connection (provided by the client)."""
         raise NotImplementedError
 
+    @contextmanager
+    def _db(self) -> Iterator[Connection[Any]]:
+        # a pooled connection whose database errors become wai errors
+        with self.connection() as conn:
+            with translate_errors(self.schema):
+                yield conn
+
     def list_dlq(
         self,
         *,
@@ -68,16 +75,14 @@ class DlqMixin:
         flt = DlqFilter(queue=queue, kind=kind, tag=tag, reason=reason)
         _check_limit("limit", limit, 10_000)
         after = decode_cursor(before) if before is not None else None
-        with self.connection() as conn:
-            with translate_errors(self.schema):
-                return dlq_db.dlq_list(conn, self.schema, flt, before=after, limit=limit)
+        with self._db() as conn:
+            return dlq_db.dlq_list(conn, self.schema, flt, before=after, limit=limit)
 
     def get_dlq_entry(self, job_id: int) -> DlqEntry:
         """The dead-letter entry of job ``job_id``; raises :class:`wai.JobNotFound`."""
         job_id = check_job_id(job_id)
-        with self.connection() as conn:
-            with translate_errors(self.schema):
-                entry = dlq_db.dlq_get(conn, self.schema, job_id)
+        with self._db() as conn:
+            entry = dlq_db.dlq_get(conn, self.schema, job_id)
         if entry is None:
             raise JobNotFound(f"job {job_id} is not in the dead-letter queue")
         return entry
@@ -91,9 +96,8 @@ class DlqMixin:
 
     def dlq_depths(self) -> dict[str, int]:
         """Dead-lettered jobs per queue (queues without any are left out)."""
-        with self.connection() as conn:
-            with translate_errors(self.schema):
-                return dlq_db.dlq_depth(conn, self.schema)
+        with self._db() as conn:
+            return dlq_db.dlq_depth(conn, self.schema)
 
     def retry_from_dlq(
         self,
@@ -114,17 +118,16 @@ class DlqMixin:
         """
         job_id = check_job_id(job_id)
         _check_target(queue, priority, run_at)
-        with self.connection() as conn:
-            with translate_errors(self.schema):
-                batch = dlq_db.dlq_retry(
-                    conn,
-                    self.schema,
-                    ids=[job_id],
-                    limit=1,
-                    to_queue=queue,
-                    priority=priority,
-                    run_at=run_at,
-                )
+        with self._db() as conn:
+            batch = dlq_db.dlq_retry(
+                conn,
+                self.schema,
+                ids=[job_id],
+                limit=1,
+                to_queue=queue,
+                priority=priority,
+                run_at=run_at,
+            )
         if batch.restored:
             return batch.restored[0]
         if batch.held:
@@ -160,23 +163,21 @@ class DlqMixin:
         _check_limit("batch_size", batch_size, 10_000)
         done = 0
         after: tuple[datetime, int] | None = None
-        with self.connection() as conn:
-            with translate_errors(self.schema):
-                until = dlq_db.db_now(conn, self.schema)
+        with self._db() as conn:
+            until = dlq_db.db_now(conn, self.schema)
         while True:
-            with self.connection() as conn:
-                with translate_errors(self.schema):
-                    batch = dlq_db.dlq_retry(
-                        conn,
-                        self.schema,
-                        flt=flt,
-                        after=after,
-                        until=until,
-                        limit=batch_size,
-                        to_queue=to_queue,
-                        priority=priority,
-                        run_at=run_at,
-                    )
+            with self._db() as conn:
+                batch = dlq_db.dlq_retry(
+                    conn,
+                    self.schema,
+                    flt=flt,
+                    after=after,
+                    until=until,
+                    limit=batch_size,
+                    to_queue=to_queue,
+                    priority=priority,
+                    run_at=run_at,
+                )
             done += len(batch.restored)
             after = batch.last
             if on_progress is not None and batch.looked_at:
@@ -192,11 +193,9 @@ class DlqMixin:
         """
         job_id = check_job_id(job_id)
         reason = check_reason(reason)
-        with self.connection() as conn:
-            with translate_errors(self.schema):
-                with conn.transaction():
-                    found = dlq_db.dlq_move_one(conn, self.schema, job_id, reason)
-                    entry = dlq_db.dlq_get(conn, self.schema, job_id)
+        with self._db() as conn, conn.transaction():
+            found = dlq_db.dlq_move_one(conn, self.schema, job_id, reason)
+            entry = dlq_db.dlq_get(conn, self.schema, job_id)
         if found is None:
             raise JobNotFound(f"no job with id {job_id}")
         state, moved = found
@@ -226,11 +225,10 @@ class DlqMixin:
         _check_limit("batch_size", batch_size, 10_000)
         done = 0
         while True:
-            with self.connection() as conn:
-                with translate_errors(self.schema):
-                    moved = dlq_db.dlq_move_failed(
-                        conn, self.schema, flt, reason=reason, limit=batch_size
-                    )
+            with self._db() as conn:
+                moved = dlq_db.dlq_move_failed(
+                    conn, self.schema, flt, reason=reason, limit=batch_size
+                )
             done += moved
             if on_progress is not None and moved:
                 on_progress(done)
@@ -240,9 +238,8 @@ class DlqMixin:
     def purge_dlq_entry(self, job_id: int) -> None:
         """Delete one dead-letter entry for good; raises :class:`wai.JobNotFound`."""
         job_id = check_job_id(job_id)
-        with self.connection() as conn:
-            with translate_errors(self.schema):
-                purged = dlq_db.dlq_purge(conn, self.schema, ids=[job_id], limit=1)
+        with self._db() as conn:
+            purged = dlq_db.dlq_purge(conn, self.schema, ids=[job_id], limit=1)
         if not purged:
             raise JobNotFound(f"job {job_id} is not in the dead-letter queue")
 
@@ -267,9 +264,8 @@ class DlqMixin:
         _check_limit("batch_size", batch_size, 10_000)
         done = 0
         while True:
-            with self.connection() as conn:
-                with translate_errors(self.schema):
-                    purged = dlq_db.dlq_purge(conn, self.schema, flt=flt, limit=batch_size)
+            with self._db() as conn:
+                purged = dlq_db.dlq_purge(conn, self.schema, flt=flt, limit=batch_size)
             done += purged
             if on_progress is not None and purged:
                 on_progress(done)
@@ -286,6 +282,5 @@ class DlqMixin:
     ) -> int:
         """How many dead-letter entries match the filters (what a bulk action would cover)."""
         flt = DlqFilter(queue=queue, kind=kind, tag=tag, reason=reason)
-        with self.connection() as conn:
-            with translate_errors(self.schema):
-                return dlq_db.dlq_count(conn, self.schema, flt)
+        with self._db() as conn:
+            return dlq_db.dlq_count(conn, self.schema, flt)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from typing import Any
 
@@ -53,6 +53,13 @@ class AsyncDlqMixin:
         """Borrow a connection (provided by the client)."""
         raise NotImplementedError
 
+    @asynccontextmanager
+    async def _db(self) -> AsyncIterator[AsyncConnection[Any]]:
+        # a pooled connection whose database errors become wai errors
+        async with self.connection() as conn:
+            with translate_errors(self.schema):
+                yield conn
+
     async def list_dlq(
         self,
         *,
@@ -67,16 +74,14 @@ class AsyncDlqMixin:
         flt = DlqFilter(queue=queue, kind=kind, tag=tag, reason=reason)
         _check_limit("limit", limit, 10_000)
         after = decode_cursor(before) if before is not None else None
-        async with self.connection() as conn:
-            with translate_errors(self.schema):
-                return await dlq_db.dlq_list(conn, self.schema, flt, before=after, limit=limit)
+        async with self._db() as conn:
+            return await dlq_db.dlq_list(conn, self.schema, flt, before=after, limit=limit)
 
     async def get_dlq_entry(self, job_id: int) -> DlqEntry:
         """The dead-letter entry of job ``job_id``; raises :class:`wai.JobNotFound`."""
         job_id = check_job_id(job_id)
-        async with self.connection() as conn:
-            with translate_errors(self.schema):
-                entry = await dlq_db.dlq_get(conn, self.schema, job_id)
+        async with self._db() as conn:
+            entry = await dlq_db.dlq_get(conn, self.schema, job_id)
         if entry is None:
             raise JobNotFound(f"job {job_id} is not in the dead-letter queue")
         return entry
@@ -90,9 +95,8 @@ class AsyncDlqMixin:
 
     async def dlq_depths(self) -> dict[str, int]:
         """Dead-lettered jobs per queue (queues without any are left out)."""
-        async with self.connection() as conn:
-            with translate_errors(self.schema):
-                return await dlq_db.dlq_depth(conn, self.schema)
+        async with self._db() as conn:
+            return await dlq_db.dlq_depth(conn, self.schema)
 
     async def retry_from_dlq(
         self,
@@ -113,17 +117,16 @@ class AsyncDlqMixin:
         """
         job_id = check_job_id(job_id)
         _check_target(queue, priority, run_at)
-        async with self.connection() as conn:
-            with translate_errors(self.schema):
-                batch = await dlq_db.dlq_retry(
-                    conn,
-                    self.schema,
-                    ids=[job_id],
-                    limit=1,
-                    to_queue=queue,
-                    priority=priority,
-                    run_at=run_at,
-                )
+        async with self._db() as conn:
+            batch = await dlq_db.dlq_retry(
+                conn,
+                self.schema,
+                ids=[job_id],
+                limit=1,
+                to_queue=queue,
+                priority=priority,
+                run_at=run_at,
+            )
         if batch.restored:
             return batch.restored[0]
         if batch.held:
@@ -159,23 +162,21 @@ class AsyncDlqMixin:
         _check_limit("batch_size", batch_size, 10_000)
         done = 0
         after: tuple[datetime, int] | None = None
-        async with self.connection() as conn:
-            with translate_errors(self.schema):
-                until = await dlq_db.db_now(conn, self.schema)
+        async with self._db() as conn:
+            until = await dlq_db.db_now(conn, self.schema)
         while True:
-            async with self.connection() as conn:
-                with translate_errors(self.schema):
-                    batch = await dlq_db.dlq_retry(
-                        conn,
-                        self.schema,
-                        flt=flt,
-                        after=after,
-                        until=until,
-                        limit=batch_size,
-                        to_queue=to_queue,
-                        priority=priority,
-                        run_at=run_at,
-                    )
+            async with self._db() as conn:
+                batch = await dlq_db.dlq_retry(
+                    conn,
+                    self.schema,
+                    flt=flt,
+                    after=after,
+                    until=until,
+                    limit=batch_size,
+                    to_queue=to_queue,
+                    priority=priority,
+                    run_at=run_at,
+                )
             done += len(batch.restored)
             after = batch.last
             if on_progress is not None and batch.looked_at:
@@ -191,11 +192,9 @@ class AsyncDlqMixin:
         """
         job_id = check_job_id(job_id)
         reason = check_reason(reason)
-        async with self.connection() as conn:
-            with translate_errors(self.schema):
-                async with conn.transaction():
-                    found = await dlq_db.dlq_move_one(conn, self.schema, job_id, reason)
-                    entry = await dlq_db.dlq_get(conn, self.schema, job_id)
+        async with self._db() as conn, conn.transaction():
+            found = await dlq_db.dlq_move_one(conn, self.schema, job_id, reason)
+            entry = await dlq_db.dlq_get(conn, self.schema, job_id)
         if found is None:
             raise JobNotFound(f"no job with id {job_id}")
         state, moved = found
@@ -225,11 +224,10 @@ class AsyncDlqMixin:
         _check_limit("batch_size", batch_size, 10_000)
         done = 0
         while True:
-            async with self.connection() as conn:
-                with translate_errors(self.schema):
-                    moved = await dlq_db.dlq_move_failed(
-                        conn, self.schema, flt, reason=reason, limit=batch_size
-                    )
+            async with self._db() as conn:
+                moved = await dlq_db.dlq_move_failed(
+                    conn, self.schema, flt, reason=reason, limit=batch_size
+                )
             done += moved
             if on_progress is not None and moved:
                 on_progress(done)
@@ -239,9 +237,8 @@ class AsyncDlqMixin:
     async def purge_dlq_entry(self, job_id: int) -> None:
         """Delete one dead-letter entry for good; raises :class:`wai.JobNotFound`."""
         job_id = check_job_id(job_id)
-        async with self.connection() as conn:
-            with translate_errors(self.schema):
-                purged = await dlq_db.dlq_purge(conn, self.schema, ids=[job_id], limit=1)
+        async with self._db() as conn:
+            purged = await dlq_db.dlq_purge(conn, self.schema, ids=[job_id], limit=1)
         if not purged:
             raise JobNotFound(f"job {job_id} is not in the dead-letter queue")
 
@@ -266,9 +263,8 @@ class AsyncDlqMixin:
         _check_limit("batch_size", batch_size, 10_000)
         done = 0
         while True:
-            async with self.connection() as conn:
-                with translate_errors(self.schema):
-                    purged = await dlq_db.dlq_purge(conn, self.schema, flt=flt, limit=batch_size)
+            async with self._db() as conn:
+                purged = await dlq_db.dlq_purge(conn, self.schema, flt=flt, limit=batch_size)
             done += purged
             if on_progress is not None and purged:
                 on_progress(done)
@@ -285,6 +281,5 @@ class AsyncDlqMixin:
     ) -> int:
         """How many dead-letter entries match the filters (what a bulk action would cover)."""
         flt = DlqFilter(queue=queue, kind=kind, tag=tag, reason=reason)
-        async with self.connection() as conn:
-            with translate_errors(self.schema):
-                return await dlq_db.dlq_count(conn, self.schema, flt)
+        async with self._db() as conn:
+            return await dlq_db.dlq_count(conn, self.schema, flt)

@@ -159,16 +159,11 @@ class JobRow:
     @classmethod
     def from_record(cls, rec: dict[str, Any]) -> JobRow:
         """Build a row from a ``dict_row`` record of the jobs table."""
-        trigger_id = rec.get("trigger_job_id")
-        trigger = (
-            Trigger(
-                job_id=trigger_id,
-                run_lease=rec["trigger_run_lease"],
-                outcome=rec["trigger_outcome"],
-                spec=rec["trigger_spec"],
-            )
-            if trigger_id is not None
-            else None
+        trigger = _trigger(
+            rec.get("trigger_job_id"),
+            rec.get("trigger_run_lease"),
+            rec.get("trigger_outcome"),
+            rec.get("trigger_spec"),
         )
         key = rec.get("unique_key")
         return cls(
@@ -237,16 +232,7 @@ class JobRow:
             callback_result,
             *_,
         ) = row
-        trigger = (
-            Trigger(
-                job_id=trigger_id,
-                run_lease=trigger_run_lease,
-                outcome=trigger_outcome,
-                spec=trigger_spec,
-            )
-            if trigger_id is not None
-            else None
-        )
+        trigger = _trigger(trigger_id, trigger_run_lease, trigger_outcome, trigger_spec)
         return _new_row(  # the fields in order
             id_,
             kind,
@@ -277,3 +263,10 @@ class JobRow:
 
 
 _new_row = positional_constructor(JobRow)
+
+
+def _trigger(job_id: Any, run_lease: Any, outcome: Any, spec: Any) -> Trigger | None:
+    """The lineage of a follow-up row, None for a job no outcome enqueued."""
+    if job_id is None:
+        return None
+    return Trigger(job_id=job_id, run_lease=run_lease, outcome=outcome, spec=spec)

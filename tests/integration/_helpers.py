@@ -160,3 +160,22 @@ async def attempts_settled(client: wai.AsyncClient) -> bool:
     runtime = client._runtime  # pyright: ignore[reportPrivateUsage]
     assert runtime is not None
     return not runtime.attempts
+
+
+#: ``await admin("method", *args)``: an operator method run on either client.
+Admin = Callable[..., Awaitable[Any]]
+
+
+def admin_caller(flavor: str, aclient: wai.AsyncClient, sclient: wai.Client) -> Admin:
+    """Run a client method by name on the async client, or on the sync one in a thread."""
+    if flavor == "async":
+
+        async def call_async(method: str, *args: Any, **kwargs: Any) -> Any:
+            return await getattr(aclient, method)(*args, **kwargs)
+
+        return call_async
+
+    async def call_sync(method: str, *args: Any, **kwargs: Any) -> Any:
+        return await asyncio.to_thread(getattr(sclient, method), *args, **kwargs)
+
+    return call_sync

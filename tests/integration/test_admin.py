@@ -12,7 +12,6 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, LiteralString
@@ -24,6 +23,7 @@ import wai
 from tests.factories import HOSTILE
 from tests.integration._helpers import (
     FLAVORS,
+    Admin,
     Work,
     attempts_settled,
     count,
@@ -37,7 +37,6 @@ from tests.integration._helpers import (
 
 pytestmark = pytest.mark.timeout(60)
 
-Admin = Callable[..., Awaitable[Any]]
 
 STATES = [s.value for s in wai.JobState]
 WAITING = ["scheduled", "available", "retryable", "waiting_external"]
@@ -61,22 +60,6 @@ _FORCE: dict[str, LiteralString] = {
     " attempted_at = now(), finalized_at = now(), errors = '" + _OLD_ERROR + "'",
     "cancelled": "state = 'cancelled', attempt = 1, run_lease = 1, finalized_at = now()",
 }
-
-
-@pytest.fixture(params=FLAVORS)
-def admin(request: pytest.FixtureRequest, aclient: wai.AsyncClient, sclient: wai.Client) -> Admin:
-    """``await admin("cancel", job_id)`` on the async client, or the sync one in a thread."""
-    if request.param == "async":
-
-        async def call_async(method: str, *args: Any, **kwargs: Any) -> Any:
-            return await getattr(aclient, method)(*args, **kwargs)
-
-        return call_async
-
-    async def call_sync(method: str, *args: Any, **kwargs: Any) -> Any:
-        return await asyncio.to_thread(getattr(sclient, method), *args, **kwargs)
-
-    return call_sync
 
 
 async def make(client: wai.AsyncClient, state: str, *, queue: str = "q") -> wai.JobRow:

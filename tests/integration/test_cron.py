@@ -9,7 +9,6 @@ Firing passes run with an explicit ``now`` where the test needs a clock of its o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,12 +16,10 @@ from typing import Any
 import pytest
 
 import wai
-from tests.integration._helpers import FLAVORS, count, fetch, serving, wait_for
+from tests.integration._helpers import Admin, count, fetch, serving, wait_for
 from wai.maintenance import CronFirer
 
 pytestmark = pytest.mark.timeout(60)
-
-Admin = Callable[..., Awaitable[Any]]
 
 
 @dataclass
@@ -30,22 +27,6 @@ class Tick:
     """The args of the periodic jobs here."""
 
     n: int = 0
-
-
-@pytest.fixture(params=FLAVORS)
-def admin(request: pytest.FixtureRequest, aclient: wai.AsyncClient, sclient: wai.Client) -> Admin:
-    """``await admin("list_cron")`` on the async client, or the sync one in a thread."""
-    if request.param == "async":
-
-        async def call_async(method: str, *args: Any, **kwargs: Any) -> Any:
-            return await getattr(aclient, method)(*args, **kwargs)
-
-        return call_async
-
-    async def call_sync(method: str, *args: Any, **kwargs: Any) -> Any:
-        return await asyncio.to_thread(getattr(sclient, method), *args, **kwargs)
-
-    return call_sync
 
 
 def firer(client: wai.AsyncClient) -> CronFirer:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -16,7 +15,7 @@ import psycopg
 import pytest
 
 import wai
-from tests.integration._helpers import FLAVORS, Work, count, db_now, fetch, serving, wait_for
+from tests.integration._helpers import FLAVORS, Admin, Work, count, db_now, fetch, serving, wait_for
 from wai import _db_async as db
 from wai._transitions_async import apply_outcomes
 from wai.callbacks import CallbackExpressions
@@ -24,8 +23,6 @@ from wai.maintenance import Cleaner, Rescuer
 from wai.outcomes import Outcome
 
 pytestmark = pytest.mark.timeout(60)
-
-Admin = Callable[..., Awaitable[Any]]
 
 
 @dataclass
@@ -40,22 +37,6 @@ class Done:
     """Follow-up of a completed job."""
 
     of: int
-
-
-@pytest.fixture(params=FLAVORS)
-def admin(request: pytest.FixtureRequest, aclient: wai.AsyncClient, sclient: wai.Client) -> Admin:
-    """``await admin("list_dlq")`` on the async client, or the sync one in a thread."""
-    if request.param == "async":
-
-        async def call_async(method: str, *args: Any, **kwargs: Any) -> Any:
-            return await getattr(aclient, method)(*args, **kwargs)
-
-        return call_async
-
-    async def call_sync(method: str, *args: Any, **kwargs: Any) -> Any:
-        return await asyncio.to_thread(getattr(sclient, method), *args, **kwargs)
-
-    return call_sync
 
 
 async def dlq_on(client: wai.AsyncClient, queue: str = "q", on: bool = True) -> None:
