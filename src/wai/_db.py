@@ -42,6 +42,7 @@ __all__ = [
     "job_claim",
     "job_delete_finalized",
     "job_finalize_many",
+    "job_finalize_many_ids",
     "job_get",
     "job_get_by_unique_key",
     "job_heartbeat_many",
@@ -113,13 +114,25 @@ def _job_rows(_cursor: object) -> RowMaker[JobRow]:
     return JobRow.from_row
 
 
+def _positional(
+    conn: Connection[Any],
+    name: str,
+    schema: str,
+    params: dict[str, Any],
+    *,
+    prepare: bool | None = None,
+) -> list[JobRow]:
+    """Run a query whose RETURNING starts with ``ROW_COLUMNS``; its rows as JobRows."""
+    with conn.cursor(row_factory=_job_rows) as cur:
+        cur.execute(query(name, schema), params, prepare=prepare)
+        return cur.fetchall()
+
+
 def _inserted(
     conn: Connection[Any], name: str, schema: str, params: dict[str, Any]
 ) -> list[JobRow]:
     """Run an insert query, whose RETURNING starts with ``ROW_COLUMNS``; rows by id."""
-    with conn.cursor(row_factory=_job_rows) as cur:
-        cur.execute(query(name, schema), params)
-        rows = cur.fetchall()
+    rows = _positional(conn, name, schema, params)
     rows.sort(key=_job_id)  # RETURNING has no order of its own; ids follow the input order
     return rows
 
@@ -321,7 +334,7 @@ def job_claim(
     default_deadline: float | None,
 ) -> list[JobRow]:
     """Claim up to ``limit`` available jobs of ``queue``, starting an attempt on each."""
-    return _rows(
+    return _positional(
         conn,
         "job_claim",
         schema,
@@ -335,30 +348,38 @@ def job_claim(
     )
 
 
+def _finalize_params(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    return {
+        "id": [o.job_id for o in outcomes],
+        "run_lease": [o.run_lease for o in outcomes],
+        "state": [o.state.value for o in outcomes],
+        "delay": [o.delay for o in outcomes],
+        "error": [o.error for o in outcomes],
+        "terminal": [o.terminal for o in outcomes],
+        "attempt_delta": [o.attempt_delta for o in outcomes],
+        "progress": [o.progress for o in outcomes],
+        "callback_id": [o.callback_id for o in outcomes],
+    }
+
+
 def job_finalize_many(
     conn: Connection[Any], schema: str, outcomes: Sequence[Outcome]
 ) -> list[JobRow]:
     """Apply outcomes under the lease guard; returns the rows that changed."""
-    return _rows(
+    return _positional(
         conn,
         "job_finalize_many",
         schema,
-        {
-            "id": [o.job_id for o in outcomes],
-            "run_lease": [o.run_lease for o in outcomes],
-            "state": [o.state.value for o in outcomes],
-            "delay": [o.delay for o in outcomes],
-            "error": [o.error for o in outcomes],
-            "terminal": [o.terminal for o in outcomes],
-            "attempt_delta": [o.attempt_delta for o in outcomes],
-            "progress": [o.progress for o in outcomes],
-            "callback_id": [o.callback_id for o in outcomes],
-        },
-        # Never a cached generic plan: it cannot see how many rows the arrays hold and
-        # may loop over every running row per array element. A custom plan costs
-        # little next to a batch, and drives the update from the array by primary key.
-        prepare=False,
+        _finalize_params(outcomes),
     )
+
+
+def job_finalize_many_ids(
+    conn: Connection[Any], schema: str, outcomes: Sequence[Outcome]
+) -> list[tuple[int, JobState]]:
+    """:func:`job_finalize_many` returning only (id, new state) of the rows that changed."""
+    cur = conn.execute(query("job_finalize_many_ids", schema), _finalize_params(outcomes))
+    return [(r[0], JobState(r[1])) for r in cur.fetchall()]
 
 
 def job_heartbeat_many(
@@ -374,7 +395,6 @@ def job_heartbeat_many(
             "run_lease": [a[1] for a in attempts],
             "progress": [a[2] for a in attempts],
         },
-        prepare=False,  # see job_finalize_many
     )
     return {(r[0], r[1]) for r in cur.fetchall()}
 

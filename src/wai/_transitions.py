@@ -37,7 +37,12 @@ class _Rejected(Exception):
 
 
 def apply_outcomes(
-    conn: Connection[Any], schema: str, registry: Registry, outcomes: Sequence[Outcome]
+    conn: Connection[Any],
+    schema: str,
+    registry: Registry,
+    outcomes: Sequence[Outcome],
+    *,
+    with_rows: bool = True,
 ) -> Applied:
     """Apply ``outcomes`` and insert their follow-ups, committing both or neither.
 
@@ -48,7 +53,14 @@ def apply_outcomes(
     is returned in ``rejected`` with its outcome uncommitted. Jobs that fail in a
     queue with the dead-letter queue on move there in the same transaction, after
     their follow-ups are inserted.
+
+    ``with_rows=False`` is for a batch whose rows nobody reads: no follow-up spec matches
+    any of its outcomes and no hook wants them. The update then returns ids only,
+    ``Applied.rows`` stays empty, and unless an outcome fails (dead-letter routing
+    joins it) the update is one statement with no transaction around it.
     """
+    if not with_rows:
+        return _apply_lean(conn, schema, outcomes)
     applied = Applied()
     pending = list(outcomes)
     while pending:
@@ -93,6 +105,23 @@ def apply_outcomes(
         applied.followups.extend(inserted)
         applied.dead_lettered.update(dead)
         return applied
+    return applied
+
+
+def _apply_lean(conn: Connection[Any], schema: str, outcomes: Sequence[Outcome]) -> Applied:
+    applied = Applied()
+    if not any(o.state is JobState.FAILED for o in outcomes):
+        db.job_finalize_many_ids(conn, schema, outcomes)  # one statement: atomic
+        return applied
+    terminal = {o.job_id: o.terminal for o in outcomes}
+    with conn.transaction():
+        changed = db.job_finalize_many_ids(conn, schema, outcomes)
+        failed = [
+            (i, failure_reason(terminal=terminal[i]))
+            for i, state in changed
+            if state is JobState.FAILED
+        ]
+        applied.dead_lettered.update(dlq_db.dlq_route(conn, schema, failed))
     return applied
 
 

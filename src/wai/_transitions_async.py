@@ -36,7 +36,12 @@ class _Rejected(Exception):
 
 
 async def apply_outcomes(
-    conn: AsyncConnection[Any], schema: str, registry: Registry, outcomes: Sequence[Outcome]
+    conn: AsyncConnection[Any],
+    schema: str,
+    registry: Registry,
+    outcomes: Sequence[Outcome],
+    *,
+    with_rows: bool = True,
 ) -> Applied:
     """Apply ``outcomes`` and insert their follow-ups, committing both or neither.
 
@@ -47,7 +52,14 @@ async def apply_outcomes(
     is returned in ``rejected`` with its outcome uncommitted. Jobs that fail in a
     queue with the dead-letter queue on move there in the same transaction, after
     their follow-ups are inserted.
+
+    ``with_rows=False`` is for a batch whose rows nobody reads: no follow-up spec matches
+    any of its outcomes and no hook wants them. The update then returns ids only,
+    ``Applied.rows`` stays empty, and unless an outcome fails (dead-letter routing
+    joins it) the update is one statement with no transaction around it.
     """
+    if not with_rows:
+        return await _apply_lean(conn, schema, outcomes)
     applied = Applied()
     pending = list(outcomes)
     while pending:
@@ -92,6 +104,25 @@ async def apply_outcomes(
         applied.followups.extend(inserted)
         applied.dead_lettered.update(dead)
         return applied
+    return applied
+
+
+async def _apply_lean(
+    conn: AsyncConnection[Any], schema: str, outcomes: Sequence[Outcome]
+) -> Applied:
+    applied = Applied()
+    if not any(o.state is JobState.FAILED for o in outcomes):
+        await db.job_finalize_many_ids(conn, schema, outcomes)  # one statement: atomic
+        return applied
+    terminal = {o.job_id: o.terminal for o in outcomes}
+    async with conn.transaction():
+        changed = await db.job_finalize_many_ids(conn, schema, outcomes)
+        failed = [
+            (i, failure_reason(terminal=terminal[i]))
+            for i, state in changed
+            if state is JobState.FAILED
+        ]
+        applied.dead_lettered.update(await dlq_db.dlq_route(conn, schema, failed))
     return applied
 
 

@@ -114,6 +114,12 @@ class Registry:
         """Specs of ``(kind, outcome)`` in registration order."""
         return self.specs.get((kind, outcome), [])
 
+    def reads_row(self, kind: str, outcome: str) -> bool:
+        """Whether a committed ``outcome`` of ``kind`` is handed its row: a follow-up
+        spec matches it or an ``on_event`` hook listens to the kind."""
+        hooks = self.hooks
+        return bool(self.specs.get((kind, outcome)) or hooks.get(kind) or hooks.get("*"))
+
     def published_specs(self) -> list[dict[str, str]]:
         """What this process can dispatch, for its runtime record: kind, outcome, spec name."""
         return [

@@ -156,7 +156,39 @@ async def test_a_queue_without_dlq_keeps_its_failed_jobs(aclient: wai.AsyncClien
     assert await aclient.dlq_depth() == 0
 
 
-async def test_a_stale_outcome_moves_nothing(aclient: wai.AsyncClient) -> None:
+@pytest.mark.parametrize("with_rows", [True, False])
+async def test_a_failure_moves_whether_or_not_its_row_is_read(
+    aclient: wai.AsyncClient, with_rows: bool
+) -> None:
+    """with_rows=False is the finalizer's batch that no spec or hook reads: ids come back only."""
+    await dlq_on(aclient)
+    failing = await aclient.insert(Work(n=1), queue="q", max_attempts=1)
+    passing = await aclient.insert(Work(n=2), queue="q")
+    one, two = await claim(aclient), await claim(aclient)
+    assert {one.id, two.id} == {failing.id, passing.id}
+    outcomes = [
+        Outcome(
+            job_id=failing.id,
+            run_lease=1,
+            state=wai.JobState.FAILED,
+            event="exhausted",
+            error="x",
+            terminal=True,
+        ),
+        Outcome(job_id=passing.id, run_lease=1, state=wai.JobState.COMPLETED, event="completed"),
+    ]
+    async with aclient.connection() as conn:
+        applied = await apply_outcomes(
+            conn, aclient.schema, aclient.registry, outcomes, with_rows=with_rows
+        )
+    assert applied.dead_lettered == {failing.id: "terminal_error"}
+    assert sorted(r.id for r in applied.rows) == ([failing.id, passing.id] if with_rows else [])
+    assert (await aclient.get_dlq_entry(failing.id)).job.errors[-1]["error"] == "x"
+    assert (await aclient.get_job(passing.id)).state == "completed"
+
+
+@pytest.mark.parametrize("with_rows", [True, False])
+async def test_a_stale_outcome_moves_nothing(aclient: wai.AsyncClient, with_rows: bool) -> None:
     await dlq_on(aclient)
     row = await aclient.insert(Work(), queue="q")
     claimed = await claim(aclient)
@@ -169,7 +201,9 @@ async def test_a_stale_outcome_moves_nothing(aclient: wai.AsyncClient) -> None:
         terminal=True,
     )
     async with aclient.connection() as conn:
-        applied = await apply_outcomes(conn, aclient.schema, aclient.registry, [stale])
+        applied = await apply_outcomes(
+            conn, aclient.schema, aclient.registry, [stale], with_rows=with_rows
+        )
     assert applied.rows == []
     assert applied.dead_lettered == {}
     assert (await aclient.get_job(row.id)).state == "running"

@@ -37,13 +37,13 @@ def completed(row: JobRow) -> Outcome:
 async def test_a_batch_waits_for_more_outcomes_only_while_handlers_run(
     aclient: wai.AsyncClient, busy: int, written_at_once: bool
 ) -> None:
-    written: list[Sequence[JobRow]] = []
+    written: list[Sequence[tuple[Outcome, AttemptState]]] = []
     finalizer = Finalizer(
         aclient.pool,
         aclient.schema,
         batch_size=512,
         flush_interval=30.0,  # far longer than the test: only "nothing is running" flushes
-        on_committed=lambda batch, rows: written.append(rows),
+        on_committed=lambda batch, rows: written.append(batch),
         registry=aclient.registry,
         busy=lambda: busy,
     )
@@ -53,7 +53,8 @@ async def test_a_batch_waits_for_more_outcomes_only_while_handlers_run(
         finalizer.submit(completed(row), AttemptState(row, asyncio.get_running_loop()))
         if written_at_once:
             await wait_for(lambda: written, what="the batch written")
-            assert [r.state for r in written[0]] == ["completed"]
+            assert [outcome.job_id for outcome, _ in written[0]] == [row.id]
+            assert (await aclient.get_job(row.id)).state == "completed"
         else:
             await asyncio.sleep(0.5)
             assert written == []

@@ -97,12 +97,18 @@ class Finalizer:
 
     async def _write(self, batch: list[tuple[Outcome, AttemptState]]) -> None:
         states = {outcome.job_id: state for outcome, state in batch}
+        reads_row = self._registry.reads_row
+        with_rows = any(reads_row(state.kind, outcome.event) for outcome, state in batch)
         delay = 0.05
         while True:
             try:
                 async with self._pool.connection() as conn:
                     applied = await apply_outcomes(
-                        conn, self._schema, self._registry, [outcome for outcome, _ in batch]
+                        conn,
+                        self._schema,
+                        self._registry,
+                        [outcome for outcome, _ in batch],
+                        with_rows=with_rows,
                     )
                 self.transactions += 1
             except psycopg.OperationalError as exc:

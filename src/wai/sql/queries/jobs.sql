@@ -155,9 +155,13 @@ LIMIT %(limit)s;
 
 -- name: job_claim :many
 -- Lock up to %(limit)s available jobs of a queue in claim order and start an attempt on each.
--- A paused queue claims nothing (one primary-key probe of the queues table).
+-- A paused queue claims nothing (one primary-key probe of the queues table). The update
+-- finds the picked rows through `id = ANY (ARRAY(...))`, which only a primary-key probe
+-- per row satisfies, so that a generic plan of the prepared statement never joins the
+-- picked ids to a scan of the table. RETURNING lists wai.job.ROW_COLUMNS, in their order
+-- (JobRow.from_row).
 WITH picked AS (
-    SELECT id FROM {schema}.jobs
+    SELECT id AS picked_id FROM {schema}.jobs
     WHERE state = 'available' AND queue = %(queue)s
       AND NOT EXISTS (SELECT 1 FROM {schema}.queues AS q WHERE q.name = %(queue)s AND q.paused)
     ORDER BY priority, run_at, id
@@ -175,9 +179,13 @@ SET state = 'running',
              AS d(kind, seconds) WHERE d.kind = j.kind),
         %(default_deadline)s::float8
     ))
-FROM picked
-WHERE j.id = picked.id
-RETURNING j.*;
+WHERE j.id = ANY (ARRAY(SELECT picked_id FROM picked))
+RETURNING
+    id, kind, queue, args::text, state, priority, attempt, max_attempts, run_at,
+    attempted_at, heartbeat_at, deadline_at, finalized_at, created_at, errors::text,
+    metadata::text, tags, unique_key, ordering_key, callback_id, callback_timeout_at,
+    run_lease, progress::text, trigger_job_id, trigger_run_lease, trigger_outcome,
+    trigger_spec, callback_result::text;
 
 -- name: job_finalize_many :many
 -- Apply a batch of attempt outcomes, each guarded by its attempt: (id, run_lease) and the
@@ -185,6 +193,11 @@ RETURNING j.*;
 -- heartbeat). A park (state waiting_external) also needs state running and the callback
 -- id the handler registered: a resolution that beat the park leaves it nothing to match.
 -- Every other outcome clears the callback. Stale attempts are left out of the result.
+-- The state guard is wrapped in IS TRUE so that no plan can answer it from the partial
+-- indexes on running and waiting rows: every plan, generic or custom and whatever the
+-- statistics say, probes the primary key once per outcome (a generic plan would otherwise
+-- scan every running row, hash them and join). RETURNING lists wai.job.ROW_COLUMNS, in their order (JobRow.from_row): the rows that
+-- follow-up specs and on_event hooks are handed.
 UPDATE {schema}.jobs AS j
 SET state = o.state::{schema}.job_state,
     attempt = j.attempt + o.attempt_delta,
@@ -211,9 +224,48 @@ FROM unnest(
 WHERE j.id = o.id AND j.run_lease = o.run_lease
   AND (j.state = 'running'
        OR (j.state = 'waiting_external' AND j.heartbeat_at IS NOT NULL
-           AND o.state <> 'waiting_external'))
+           AND o.state <> 'waiting_external')) IS TRUE
   AND (o.state <> 'waiting_external' OR j.callback_id = o.callback_id)
-RETURNING j.*;
+RETURNING
+    j.id, j.kind, j.queue, j.args::text, j.state, j.priority, j.attempt, j.max_attempts,
+    j.run_at, j.attempted_at, j.heartbeat_at, j.deadline_at, j.finalized_at, j.created_at,
+    j.errors::text, j.metadata::text, j.tags, j.unique_key, j.ordering_key, j.callback_id,
+    j.callback_timeout_at, j.run_lease, j.progress::text, j.trigger_job_id,
+    j.trigger_run_lease, j.trigger_outcome, j.trigger_spec, j.callback_result::text;
+
+-- name: job_finalize_many_ids :many
+-- job_finalize_many for a batch whose rows nobody reads (no follow-up spec and no on_event
+-- hook for any of its jobs): the same update, returning only the id and new state of each
+-- row it changed, so no row travels back to be decoded. Keep the two in step.
+UPDATE {schema}.jobs AS j
+SET state = o.state::{schema}.job_state,
+    attempt = j.attempt + o.attempt_delta,
+    run_at = CASE WHEN o.delay IS NULL THEN j.run_at
+                  ELSE now() + make_interval(secs => o.delay) END,
+    finalized_at = CASE WHEN o.state IN ('completed', 'failed', 'cancelled') THEN now() END,
+    heartbeat_at = NULL,
+    deadline_at = NULL,
+    errors = CASE WHEN o.error IS NULL THEN j.errors
+                  ELSE j.errors || jsonb_build_array(
+                      jsonb_build_object('error', o.error, 'attempt', j.attempt, 'at', now())
+                      || CASE WHEN o.terminal THEN '{"terminal": true}'::jsonb
+                              ELSE '{}'::jsonb END) END,
+    progress = CASE WHEN o.state = 'completed' THEN NULL
+                    ELSE coalesce(o.progress::jsonb, j.progress) END,
+    callback_id = CASE WHEN o.state = 'waiting_external' THEN j.callback_id END,
+    callback_timeout_at = CASE WHEN o.state = 'waiting_external' THEN j.callback_timeout_at END,
+    callback_result = CASE WHEN o.state = 'waiting_external' THEN j.callback_result END
+FROM unnest(
+    %(id)s::bigint[], %(run_lease)s::bigint[], %(state)s::text[], %(delay)s::float8[],
+    %(error)s::text[], %(terminal)s::bool[], %(attempt_delta)s::int[], %(progress)s::text[],
+    %(callback_id)s::uuid[]
+) AS o(id, run_lease, state, delay, error, terminal, attempt_delta, progress, callback_id)
+WHERE j.id = o.id AND j.run_lease = o.run_lease
+  AND (j.state = 'running'
+       OR (j.state = 'waiting_external' AND j.heartbeat_at IS NOT NULL
+           AND o.state <> 'waiting_external')) IS TRUE
+  AND (o.state <> 'waiting_external' OR j.callback_id = o.callback_id)
+RETURNING j.id, j.state::text;
 
 -- name: job_heartbeat_many :many
 -- Refresh the heartbeat (and any pending progress) of live attempts; returns the live ones.
@@ -225,6 +277,7 @@ FROM unnest(%(id)s::bigint[], %(run_lease)s::bigint[], %(progress)s::text[])
     AS h(id, run_lease, progress)
 WHERE j.id = h.id AND j.run_lease = h.run_lease
   AND (j.state = 'running' OR (j.state = 'waiting_external' AND j.heartbeat_at IS NOT NULL))
+      IS TRUE -- a primary-key probe per attempt in every plan (see job_finalize_many)
 RETURNING j.id, j.run_lease;
 
 -- name: job_promote_due :many
