@@ -10,12 +10,12 @@ from typing import Any
 from uuid import UUID
 
 from psycopg import AsyncConnection, sql
-from psycopg.rows import RowMaker, dict_row
+from psycopg.rows import RowMaker, dict_row, tuple_row
 
 from wai._sql import query, validate_schema
 from wai.admin import QueueStats
 from wai.callbacks import CallbackExpressions
-from wai.inserts import NewJob
+from wai.inserts import NewJob, inserted_row
 from wai.instances import RuntimeInstance
 from wai.job import JobRow, JobState
 from wai.migrate import Migration, ledger_sql, lock_key, pending
@@ -129,14 +129,16 @@ async def _positional(
 
 async def _inserted(
     conn: AsyncConnection[Any], name: str, schema: str, params: dict[str, Any]
-) -> list[JobRow]:
-    """Run an insert query, whose RETURNING starts with ``ROW_COLUMNS``; rows by id."""
-    rows = await _positional(conn, name, schema, params)
-    rows.sort(key=_job_id)  # RETURNING has no order of its own; ids follow the input order
+) -> list[tuple[Any, ...]]:
+    """Run an insert query, whose RETURNING starts with ``INSERT_COLUMNS``; rows by id."""
+    async with conn.cursor(row_factory=tuple_row) as cur:  # whatever the connection's factory
+        await cur.execute(query(name, schema), params)
+        rows = await cur.fetchall()
+    rows.sort(key=_first)  # RETURNING has no order of its own; ids follow the input order
     return rows
 
 
-_job_id = operator.attrgetter("id")
+_first = operator.itemgetter(0)
 
 
 def _job_params(job: NewJob) -> dict[str, Any]:
@@ -266,22 +268,40 @@ async def job_insert(conn: AsyncConnection[Any], schema: str, job: NewJob) -> Jo
     """Insert one job; None when its unique key is already held."""
     params = _job_params(job)
     params["channel"] = channel(schema)
-    rows = await _inserted(conn, "job_insert", schema, params)
-    return rows[0] if rows else None
+    name = "job_insert" if job.unique_key is None else "job_insert_unique"
+    rows = await _inserted(conn, name, schema, params)
+    if not rows:
+        return None
+    id_, run_at, created_at, *_ = rows[0]
+    return inserted_row(job, id_, run_at, created_at)
 
 
 async def job_insert_many(
     conn: AsyncConnection[Any], schema: str, jobs: Sequence[NewJob]
-) -> list[JobRow]:
-    """Insert jobs in one statement, in order; rows whose unique key is held are skipped."""
+) -> list[JobRow | None]:
+    """Insert jobs in one statement; a row per job, in order, None where its unique key
+    is already held."""
     if not jobs:
         return []
     params = _batch_params(jobs)
     params["channel"] = channel(schema)
     unique = any(job.unique_key is not None for job in jobs)
-    return await _inserted(
+    rows = await _inserted(
         conn, "job_insert_many_unique" if unique else "job_insert_many", schema, params
     )
+    if len(rows) == len(jobs):
+        return [inserted_row(job, r[0], r[1], r[2]) for job, r in zip(jobs, rows, strict=True)]
+    out: list[JobRow | None] = []
+    pos = 0
+    for job in jobs:
+        # the rows come in input order; a skipped job is a unique one whose key was held
+        if pos < len(rows) and (job.unique_key is None or rows[pos][3] == job.unique_key):
+            r = rows[pos]
+            out.append(inserted_row(job, r[0], r[1], r[2]))
+            pos += 1
+        else:
+            out.append(None)
+    return out
 
 
 async def job_get_by_unique_key(

@@ -49,16 +49,10 @@ def insert_batch(conn: Connection[Any], schema: str, jobs: Sequence[NewJob]) -> 
         return []
     with translate_errors(schema):
         inserted = db.job_insert_many(conn, schema, jobs)
-        if len(inserted) == len(jobs):
-            return inserted
         out: list[JobRow] = []
-        pos = 0
-        for job in jobs:
-            if pos < len(inserted) and (
-                inserted[pos].kind == job.kind and inserted[pos].unique_key == job.unique_key
-            ):
-                out.append(inserted[pos])
-                pos += 1
+        for job, row in zip(jobs, inserted, strict=True):
+            if row is not None:
+                out.append(row)
                 continue
             assert job.unique_key is not None
             existing = db.job_get_by_unique_key(conn, schema, job.unique_key)

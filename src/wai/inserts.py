@@ -9,13 +9,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
+from wai._json import loads
 from wai._slots import positional_constructor
 from wai.errors import ValidationError
-from wai.job import JobState
+from wai.job import JobRow, JobState, Trigger
 from wai.kinds import dumps, encode_args, kind_of
 from wai.unique import UniqueOpts, unique_key
 
-__all__ = ["EnqueueRequest", "NewJob", "build_job", "validate_queue"]
+__all__ = ["EnqueueRequest", "NewJob", "build_job", "inserted_row", "validate_queue"]
 
 _QUEUE = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")
 MAX_TAGS = 20
@@ -184,3 +185,47 @@ def build_job(
 
 # build_job runs once per job of a batch; NewJob(...) would be twice as slow.
 _new_job = positional_constructor(NewJob)
+
+
+_new_row = positional_constructor(JobRow)
+_STATES: dict[str, JobState] = {s.value: s for s in JobState}
+
+
+def inserted_row(job: NewJob, id_: int, run_at: datetime, created_at: datetime) -> JobRow:
+    """The row that inserting ``job`` stored, from the values the server chose for it.
+
+    Everything else is what the insert sent, as the server stores it: args and metadata
+    decode from the JSON that was sent (jsonb keeps their values), the attempt count and
+    run lease start at zero, and no attempt has touched the row yet.
+    """
+    trigger = job.trigger
+    metadata = job.metadata
+    return _new_row(  # the fields in order
+        id_,
+        job.kind,
+        job.queue,
+        loads(job.args),
+        _STATES[job.state],
+        job.priority,
+        0,  # attempt
+        job.max_attempts,
+        run_at,
+        None,  # attempted_at
+        None,  # heartbeat_at
+        None,  # deadline_at
+        None,  # finalized_at
+        created_at,
+        (),  # errors
+        {} if metadata == "{}" else loads(metadata),
+        tuple(job.tags),
+        job.unique_key,
+        job.ordering_key,
+        None,  # callback_id
+        None,  # callback_timeout_at
+        0,  # run_lease
+        None,  # progress
+        None
+        if trigger is None
+        else Trigger(job_id=trigger[0], run_lease=trigger[1], outcome=trigger[2], spec=trigger[3]),
+        None,  # callback_result
+    )

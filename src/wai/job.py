@@ -12,7 +12,7 @@ from uuid import UUID
 from wai._json import loads
 from wai._slots import positional_constructor
 
-__all__ = ["ROW_COLUMNS", "TERMINAL_STATES", "JobRow", "JobState", "Trigger"]
+__all__ = ["INSERT_COLUMNS", "ROW_COLUMNS", "TERMINAL_STATES", "JobRow", "JobState", "Trigger"]
 
 
 class JobState(enum.StrEnum):
@@ -82,6 +82,11 @@ ROW_COLUMNS = (
     "trigger_spec",
     "callback_result::text",
 )
+
+
+#: What an insert statement returns of each new row, in this order: the values the server
+#: chose. The client builds the rest of the row from what it sent (``wai.inserts``).
+INSERT_COLUMNS = ("id", "run_at", "created_at", "unique_key")
 
 
 def _json(text: str | None) -> Any:

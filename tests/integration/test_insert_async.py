@@ -413,6 +413,7 @@ async def test_insert_many_unique_rows_inside_a_batch(
     assert rows[3].id == rows[0].id
     assert rows[4].args == {"n": 2}
     assert count_jobs(database_url) == 4  # held, new, and two counters
+    assert [await aclient.get_job(r.id) for r in rows] == rows  # built rows = stored rows
 
 
 async def test_insert_many_conflict_inserts_nothing(

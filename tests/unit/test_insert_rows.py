@@ -1,4 +1,4 @@
-"""The insert statements' shapes, their parameters and the positional row decoder."""
+"""The insert statements' shapes and parameters, and the positional row decoder."""
 
 from __future__ import annotations
 
@@ -14,28 +14,29 @@ from tests.factories import HOSTILE, Counter, SendEmail
 from wai._db_async import _batch_params, _job_params  # pyright: ignore[reportPrivateUsage]
 from wai._sql import QUERIES
 from wai.inserts import EnqueueRequest, NewJob, build_job
-from wai.job import ROW_COLUMNS, JobRow, JobState, Trigger
+from wai.job import INSERT_COLUMNS, ROW_COLUMNS, JobRow, JobState, Trigger
 from wai.unique import UniqueOpts
 
-INSERTS = ("job_insert", "job_insert_many", "job_insert_many_unique")
+INSERTS = ("job_insert", "job_insert_unique", "job_insert_many", "job_insert_many_unique")
 
 
 @pytest.mark.parametrize("name", INSERTS)
-def test_insert_queries_return_the_row_columns_in_order(name: str) -> None:
+def test_insert_queries_return_the_insert_columns_in_order(name: str) -> None:
     returning = QUERIES[name].text.split("RETURNING", 1)[1]
-    columns = [item.split()[0] for item in returning.split(",")[: len(ROW_COLUMNS)]]
-    assert columns == list(ROW_COLUMNS)
+    columns = [item.split()[0] for item in returning.split(",")[: len(INSERT_COLUMNS)]]
+    assert columns == list(INSERT_COLUMNS)
 
 
-def test_insert_many_variants_differ_only_by_on_conflict() -> None:
+@pytest.mark.parametrize("plain", ["job_insert", "job_insert_many"])
+def test_insert_variants_differ_only_by_on_conflict(plain: str) -> None:
     conflict = (
         "ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state = ANY (unique_states)\n"
         "DO NOTHING\n"
     )
-    unique = QUERIES["job_insert_many_unique"].text
+    unique = QUERIES[f"{plain}_unique"].text
     assert conflict in unique
-    assert unique.replace(conflict, "") == QUERIES["job_insert_many"].text
-    assert "ON CONFLICT" in QUERIES["job_insert"].text
+    assert unique.replace(conflict, "") == QUERIES[plain].text
+    assert "ON CONFLICT" not in QUERIES[plain].text
 
 
 def _record(**changes: Any) -> dict[str, Any]:
@@ -75,7 +76,7 @@ def _record(**changes: Any) -> dict[str, Any]:
 
 
 def _as_row(rec: dict[str, Any]) -> tuple[Any, ...]:
-    """What the insert queries return: ROW_COLUMNS, jsonb as text."""
+    """What the claim and finalize queries return: ROW_COLUMNS, jsonb as text."""
     out: list[Any] = []
     for column in ROW_COLUMNS:
         name, _, cast = column.partition("::")
