@@ -371,17 +371,22 @@ async def job_claim(
     )
 
 
+def _unless_all(values: list[Any], default: object) -> list[Any] | None:
+    """``values``, or None (a NULL array, which unnest pads) when each is ``default``."""
+    return None if values.count(default) == len(values) else values
+
+
 def _finalize_params(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     return {
         "id": [o.job_id for o in outcomes],
         "run_lease": [o.run_lease for o in outcomes],
         "state": [o.state.value for o in outcomes],
-        "delay": [o.delay for o in outcomes],
-        "error": [o.error for o in outcomes],
-        "terminal": [o.terminal for o in outcomes],
-        "attempt_delta": [o.attempt_delta for o in outcomes],
-        "progress": [o.progress for o in outcomes],
-        "callback_id": [o.callback_id for o in outcomes],
+        "delay": _unless_all([o.delay for o in outcomes], None),
+        "error": _unless_all([o.error for o in outcomes], None),
+        "terminal": _unless_all([o.terminal for o in outcomes], False),
+        "attempt_delta": _unless_all([o.attempt_delta for o in outcomes], 0),
+        "progress": _unless_all([o.progress for o in outcomes], None),
+        "callback_id": _unless_all([o.callback_id for o in outcomes], None),
     }
 
 

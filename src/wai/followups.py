@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import inspect
 from collections.abc import Callable, Mapping, Sequence
@@ -118,10 +117,13 @@ def evaluate(
             )
         request = EnqueueRequest(result)
     try:
-        built = build_job(request, default_queue=default_queue)
+        return build_job(
+            request,
+            default_queue=default_queue,
+            trigger=(job.id, job.run_lease, spec.outcome, spec.name),
+        )
     except (ValidationError, WaiError) as exc:
         raise FollowUpError(f"follow-up spec {spec.name!r} returned bad args: {exc}") from exc
-    return dataclasses.replace(built, trigger=(job.id, job.run_lease, spec.outcome, spec.name))
 
 
 @dataclass(slots=True)

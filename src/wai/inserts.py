@@ -118,8 +118,12 @@ def build_job(
     default_queue: Callable[[str], str | None],
     default_max_attempts: Callable[[str], int | None] = lambda _kind: None,
     now: datetime | None = None,
+    trigger: tuple[int, int, str, str] | None = None,
 ) -> NewJob:
-    """Validate one insert and compute its row; raises ValidationError on bad input."""
+    """Validate one insert and compute its row; raises ValidationError on bad input.
+
+    *trigger* is the lineage of a follow-up: (job id, run lease, outcome, spec name).
+    """
     kind = kind_of(request.args, request.kind)
     # `is None`, not `or`: an explicit "" is an invalid name, not a request for the default.
     queue = validate_queue(
@@ -179,7 +183,7 @@ def build_job(
         states,
         on_conflict,
         request.ordering_key,
-        None,  # trigger
+        trigger,
     )
 
 

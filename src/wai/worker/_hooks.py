@@ -66,7 +66,8 @@ class HookDispatcher:
 
     def wanted(self, kind: str) -> bool:
         """Whether any hook listens to ``kind``."""
-        return bool(self._registry.hooks_for(kind))
+        hooks = self._registry.hooks
+        return bool(hooks and (hooks.get(kind) or hooks.get("*")))
 
     def emit(self, event: JobEvent) -> None:
         """Queue ``event``; dropped with a warning when the queue is full."""

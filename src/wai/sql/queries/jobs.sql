@@ -201,6 +201,8 @@ RETURNING
 -- heartbeat). A park (state waiting_external) also needs state running and the callback
 -- id the handler registered: a resolution that beat the park leaves it nothing to match.
 -- Every other outcome clears the callback. Stale attempts are left out of the result.
+-- An array that would hold only NULLs (or only false, or zeros for attempt_delta) comes as
+-- NULL, which unnest pads: most batches are plain completions.
 -- The state guard is wrapped in IS TRUE so that no plan can answer it from the partial
 -- indexes on running and waiting rows: every plan, generic or custom and whatever the
 -- statistics say, probes the primary key once per outcome (a generic plan would otherwise
@@ -208,7 +210,7 @@ RETURNING
 -- follow-up specs and on_event hooks are handed.
 UPDATE {schema}.jobs AS j
 SET state = o.state::{schema}.job_state,
-    attempt = j.attempt + o.attempt_delta,
+    attempt = j.attempt + coalesce(o.attempt_delta, 0),
     run_at = CASE WHEN o.delay IS NULL THEN j.run_at
                   ELSE now() + make_interval(secs => o.delay) END,
     finalized_at = CASE WHEN o.state IN ('completed', 'failed', 'cancelled') THEN now() END,
@@ -247,7 +249,7 @@ RETURNING
 -- row it changed, so no row travels back to be decoded. Keep the two in step.
 UPDATE {schema}.jobs AS j
 SET state = o.state::{schema}.job_state,
-    attempt = j.attempt + o.attempt_delta,
+    attempt = j.attempt + coalesce(o.attempt_delta, 0),
     run_at = CASE WHEN o.delay IS NULL THEN j.run_at
                   ELSE now() + make_interval(secs => o.delay) END,
     finalized_at = CASE WHEN o.state IN ('completed', 'failed', 'cancelled') THEN now() END,
