@@ -17,6 +17,7 @@ from psycopg._queries import PostgresQuery  # pyright: ignore[reportPrivateImpor
 
 import wai
 from tests.integration._helpers import Work
+from wai._db import _claim_query  # pyright: ignore[reportPrivateUsage]
 from wai._sql import query
 
 PARAMS: dict[str, Any] = {
@@ -39,7 +40,9 @@ PARAMS: dict[str, Any] = {
 
 def generic_plan(conn: psycopg.Connection[Any], name: str, schema: str) -> str:
     converted = PostgresQuery(psycopg.adapt.Transformer(conn))
-    converted.convert(query(name, schema), PARAMS)
+    # the claim runs with its limit written in the text (see _claim_query)
+    text = _claim_query(schema, 32) if name == "job_claim" else query(name, schema)
+    converted.convert(text, PARAMS)
     text = converted.query.decode()
     nulls = ", ".join("NULL" for _ in converted.params or ())
     with conn.transaction():
@@ -72,3 +75,10 @@ def test_the_generic_plan_finds_rows_by_primary_key(analyzed: wai.Client, name: 
     assert "Seq Scan on jobs" not in plan, plan
     assert "jobs_running_idx" not in plan, plan
     assert "Hash Join" not in plan, plan
+
+
+def test_the_claim_is_prepared_with_its_limit_in_the_text() -> None:
+    text = _claim_query("wai", 32)
+    assert "LIMIT 32\n" in text
+    assert "%(limit)s" not in text
+    assert _claim_query("wai", 32) is text  # one text, hence one prepared statement, per limit
