@@ -106,6 +106,7 @@ class Options:
     noisy_pct: float
     retries: int
     adapters: list[str]
+    sequential: bool = False
     terminal_rows: int = 1_000_000
     soak_seconds: float = 600.0
     soak_rate: float = 500.0
@@ -197,6 +198,13 @@ def parse_args(argv: list[str] | None = None) -> Options:
     p.add_argument("--retries", type=int, default=1, help="repeats of a noisy run")
     p.add_argument("--adapters", default="wai", help=f"libraries to run: {', '.join(ADAPTERS)}")
     p.add_argument(
+        "--sequential",
+        action="store_true",
+        help="every workload of one library, then the next library; by default the libraries "
+        "take turns: run 1 of a workload for each library, then run 2, and so on, so that a "
+        "machine whose speed drifts during the benchmark drifts under all of them alike",
+    )
+    p.add_argument(
         "--python",
         action="append",
         default=[],
@@ -257,6 +265,7 @@ def parse_args(argv: list[str] | None = None) -> Options:
         noisy_pct=a.noisy_pct,
         retries=max(0, a.retries),
         adapters=adapters,
+        sequential=a.sequential,
         terminal_rows=a.terminal_rows,
         soak_seconds=a.soak_seconds,
         soak_rate=a.soak_rate,
@@ -1045,25 +1054,14 @@ class Bench:
                 )
         return groups
 
-    def run_all(self) -> dict[str, list[dict[str, Any]]]:
-        """Every selected workload, ``--runs`` times each; failures are recorded, not fatal.
+    def run_one(self, key: str, fn: Callable[[], dict[str, Any]], i: int) -> dict[str, Any]:
+        """Run ``i`` of workload ``key``; a failure is recorded, not fatal.
 
         A run during which other processes used more than ``--noisy-pct`` % of a core
         is repeated up to ``--retries`` times (a soak run never is); the least
         disturbed attempt is kept (the choice looks only at the disturbance, never at
         the result) and the others are stored under ``noisy_attempts``.
         """
-        results: dict[str, list[dict[str, Any]]] = {}
-        for group in self.plan():
-            for key, _ in group:
-                results[key] = []
-            for i in range(1, self.opts.runs + 1):
-                for key, fn in group:
-                    results[key].append(self._run_one(key, fn, i))
-        return results
-
-    def _run_one(self, key: str, fn: Callable[[], dict[str, Any]], i: int) -> dict[str, Any]:
-        """Run ``i`` of workload ``key``, repeated while noisy (up to ``--retries``)."""
         retries = 0 if key == "soak" else self.opts.retries
         attempts: list[dict[str, Any]] = []
         for attempt in range(retries + 1):
@@ -1087,6 +1085,33 @@ class Bench:
         if others:
             best["noisy_attempts"] = others
         return best
+
+
+def run_in_turns(benches: list[Bench]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Every selected workload of every library; results by library, then workload key.
+
+    Workload after workload (in the order the plans name them), run ``i`` of a workload
+    (its whole group, see :meth:`Bench.plan`) runs for each library in turn before run
+    ``i + 1`` of any: the runs that are compared are taken close together in time.
+    """
+    plans = {b.adapter.name: b.plan() for b in benches}
+    order: list[tuple[str, ...]] = []
+    for groups in plans.values():
+        for group in groups:
+            keys = tuple(key for key, _ in group)
+            if keys not in order:
+                order.append(keys)
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {b.adapter.name: {} for b in benches}
+    for keys in order:
+        for i in range(1, benches[0].opts.runs + 1):
+            for bench in benches:
+                name = bench.adapter.name
+                for group in plans[name]:
+                    if tuple(key for key, _ in group) != keys:
+                        continue
+                    for key, fn in group:
+                        results[name].setdefault(key, []).append(bench.run_one(key, fn, i))
+    return results
 
 
 def other_pct(res: dict[str, Any]) -> float:
@@ -1514,14 +1539,21 @@ def main(argv: list[str] | None = None) -> int:
         meta["server"] = server_info(admin)
         log(f"server: {meta['server']['version']}")
         log(f"settings: {meta['server']['settings']}")
-        for adapter in adapters:
-            name = adapter.name
-            bench = Bench(opts, adapter, admin)
-            log(f"== {name} ({bench.python}) ==")
-            try:
-                results = bench.run_all()
-            finally:
-                drop_database(admin_url, opts.dbname)
+        benches = [Bench(opts, adapter, admin) for adapter in adapters]
+        by_name: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        try:
+            if opts.sequential:
+                for bench in benches:
+                    log(f"== {bench.adapter.name} ({bench.python}) ==")
+                    by_name.update(run_in_turns([bench]))
+            else:
+                log("== " + ", ".join(f"{b.adapter.name} ({b.python})" for b in benches) + " ==")
+                by_name = run_in_turns(benches)
+        finally:
+            drop_database(admin_url, opts.dbname)
+        for bench in benches:
+            name = bench.adapter.name
+            results = by_name.get(name, {})
             all_results[name] = {
                 "env": bench.env_info,
                 "results": results,
