@@ -248,14 +248,21 @@ class ClientBase(RegistrationMixin, CallbackMixin, DlqMixin, CronMixin):
                 ordering_key=ordering_key,
             )
         )
-        with self.connection() as conn:
+        self.open()
+        with self.pool.connection() as conn:
             return producer.insert_one(conn, self.schema, job)
 
     def insert_many(self, items: Iterable[Any]) -> list[JobRow]:
         """Insert many jobs in one statement and one transaction; rows follow input order."""
         jobs = self.build_many(items)
-        with self.connection() as conn, conn.transaction():
-            return producer.insert_batch(conn, self.schema, jobs)
+        self.open()
+        with self.pool.connection() as conn:
+            if all(job.unique_key is None for job in jobs):
+                # one statement, atomic on its own: no BEGIN and COMMIT round trips
+                return producer.insert_batch(conn, self.schema, jobs)
+            # a held key is looked up, and a conflict raised, after the insert: undo it then
+            with conn.transaction():
+                return producer.insert_batch(conn, self.schema, jobs)
 
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:

@@ -247,14 +247,21 @@ class AsyncClientBase(RegistrationMixin, AsyncCallbackMixin, AsyncDlqMixin, Asyn
                 ordering_key=ordering_key,
             )
         )
-        async with self.connection() as conn:
+        await self.open()
+        async with self.pool.connection() as conn:
             return await producer.insert_one(conn, self.schema, job)
 
     async def insert_many(self, items: Iterable[Any]) -> list[JobRow]:
         """Insert many jobs in one statement and one transaction; rows follow input order."""
         jobs = self.build_many(items)
-        async with self.connection() as conn, conn.transaction():
-            return await producer.insert_batch(conn, self.schema, jobs)
+        await self.open()
+        async with self.pool.connection() as conn:
+            if all(job.unique_key is None for job in jobs):
+                # one statement, atomic on its own: no BEGIN and COMMIT round trips
+                return await producer.insert_batch(conn, self.schema, jobs)
+            # a held key is looked up, and a conflict raised, after the insert: undo it then
+            async with conn.transaction():
+                return await producer.insert_batch(conn, self.schema, jobs)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncTransaction]:

@@ -119,6 +119,54 @@ def test_encode_dataclass_equals_asdict(args: object) -> None:
     assert encode_args(args) == expected  # the field names are cached per class
 
 
+@dataclass(frozen=True, slots=True)
+class _Scalar:
+    v: object
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        0.1,
+        -0.0,
+        1e16,
+        1.5e-7,
+        2**63 - 1,
+        -(2**63),
+        2**64 - 1,
+        2**70,  # beyond orjson's integers: the stdlib path, exact
+        -(2**70),
+        "ü\U0001f680\u2028\x7f",
+        'tab\tquote"back\\slash\u001f',
+        "\\u0000",  # the six characters, not a NUL byte
+        True,
+        None,
+    ],
+)
+def test_flat_args_encode_to_the_same_values_as_the_stdlib(value: object) -> None:
+    text = encode_args(_Scalar(value))
+    assert json.loads(text) == {"v": value}
+    stdlib = json.dumps({"v": value}, separators=(",", ":"), ensure_ascii=False)
+    assert json.loads(text) == json.loads(stdlib)
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        (math.nan, SerializationError),
+        (math.inf, SerializationError),
+        (-math.inf, SerializationError),
+        ("\ud800", SerializationError),
+        ("nul\x00", ValidationError),
+    ],
+)
+def test_flat_args_that_json_cannot_hold_are_rejected_not_nulled(
+    value: object, error: type[Exception]
+) -> None:
+    with pytest.raises(error):
+        encode_args(_Scalar(value))
+
+
 def test_encode_dataclass_that_is_a_mapping_uses_its_items() -> None:
     @dataclass
     class Both(Mapping[str, int]):
