@@ -170,10 +170,9 @@ def _dumps_flat(data: dict[str, Any]) -> str | None:
     which stores or rejects them exactly as before.
     """
     for value in data.values():
-        kind = type(value)
-        if kind is float and not math.isfinite(value):
+        if type(value) is float and not math.isfinite(value):
             return None
-        if kind is int and not _ORJSON_INT_MIN <= value <= _ORJSON_INT_MAX:
+        if type(value) is int and not _ORJSON_INT_MIN <= value <= _ORJSON_INT_MAX:
             return None
     try:
         text = orjson.dumps(data).decode()
