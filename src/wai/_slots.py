@@ -16,17 +16,20 @@ def positional_constructor(cls: type[T]) -> Callable[..., T]:
 
     It stores each value through the field's slot, as the ``__init__`` that
     ``@dataclass(frozen=True, slots=True)`` generates does, without binding keyword
-    arguments and looking up ``object.__setattr__`` for every field: about half the cost.
-    No default is filled in and no ``__post_init__`` runs, so it is for classes without one,
-    called with every field.
+    arguments and looking up ``object.__setattr__`` for every field: well under half the
+    cost. Like that ``__init__`` it is generated source, one line per field, so no loop
+    runs per call. No default is filled in and no ``__post_init__`` runs, so it is for
+    classes without one, called with every field (a missing or extra value is a
+    ``TypeError``).
     """
-    setters = tuple(cls.__dict__[f.name].__set__ for f in fields(cls))  # pyright: ignore[reportArgumentType]
-    new = object.__new__
-
-    def construct(*values: Any) -> T:
-        obj = new(cls)
-        for set_field, value in zip(setters, values, strict=True):
-            set_field(obj, value)
-        return obj
-
+    names = [f.name for f in fields(cls)]  # pyright: ignore[reportArgumentType]
+    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    for i, name in enumerate(names):
+        namespace[f"_set{i}"] = cls.__dict__[name].__set__
+    params = ", ".join(f"v{i}" for i in range(len(names)))
+    stores = "".join(f"    _set{i}(obj, v{i})\n" for i in range(len(names)))
+    source = f"def construct({params}):\n    obj = _new(_cls)\n{stores}    return obj\n"
+    exec(source, namespace)  # noqa: S102 - the text is built here from field positions only
+    construct: Callable[..., T] = namespace["construct"]
+    construct.__qualname__ = f"positional_constructor.<{cls.__name__}>"
     return construct
