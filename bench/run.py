@@ -1206,7 +1206,7 @@ def label_of(key: str, runs: list[dict[str, Any]] | None = None) -> str:
 
 #: (workload key prefix, base key prefix, label, target) of the ratios in the report.
 RATIOS = (
-    ("followups_c", "drain_c", "follow-up drain / plain drain", "≥ 0.6"),
+    ("followups_c", "drain_c", "follow-up drain / plain drain", "≥ 0.8"),
     ("drain1m_c", "drain_c", "drain over stored terminal rows / plain drain", "≥ 0.90"),
 )
 

@@ -249,8 +249,15 @@ class ClientBase(RegistrationMixin, CallbackMixin, DlqMixin, CronMixin):
             )
         )
         self.open()
-        with self.pool.connection() as conn:
+        # getconn/putconn rather than pool.connection(): an autocommit statement needs
+        # none of its commit-or-rollback on exit, and a single insert is short enough for
+        # that context's cost to show (putconn still rolls back a connection left in a
+        # transaction).
+        conn = self.pool.getconn()
+        try:
             return producer.insert_one(conn, self.schema, job)
+        finally:
+            self.pool.putconn(conn)
 
     def insert_many(self, items: Iterable[Any]) -> list[JobRow]:
         """Insert many jobs in one statement and one transaction; rows follow input order."""

@@ -248,8 +248,15 @@ class AsyncClientBase(RegistrationMixin, AsyncCallbackMixin, AsyncDlqMixin, Asyn
             )
         )
         await self.open()
-        async with self.pool.connection() as conn:
+        # getconn/putconn rather than pool.connection(): an autocommit statement needs
+        # none of its commit-or-rollback on exit, and a single insert is short enough for
+        # that context's cost to show (putconn still rolls back a connection left in a
+        # transaction).
+        conn = await self.pool.getconn()
+        try:
             return await producer.insert_one(conn, self.schema, job)
+        finally:
+            await self.pool.putconn(conn)
 
     async def insert_many(self, items: Iterable[Any]) -> list[JobRow]:
         """Insert many jobs in one statement and one transaction; rows follow input order."""

@@ -6,6 +6,7 @@ them in step.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -212,6 +213,19 @@ async def test_unique_duplicate_raises_with_existing_id(
     assert f"job {first.id}" in str(info.value)
     assert "on_conflict='skip'" in str(info.value)
     assert count_jobs(database_url) == 1
+
+
+async def test_failed_inserts_give_their_connection_back(database_url: str) -> None:
+    async with wai.AsyncClient(database_url, max_connections=2) as client:
+        await client.insert(SendEmail(to="a"), unique=wai.UniqueOpts())
+        for _ in range(10):  # five times the pool: a kept connection would block the rest
+            with pytest.raises(wai.UniqueConflict):
+                await asyncio.wait_for(
+                    client.insert(SendEmail(to="a"), unique=wai.UniqueOpts()), timeout=5
+                )
+        row = await asyncio.wait_for(client.insert(SendEmail(to="b")), timeout=5)
+        assert row.args["to"] == "b"
+        assert client.pool.get_stats().get("pool_available", 0) >= 1
 
 
 async def test_unique_skip_returns_the_existing_job(

@@ -1,0 +1,101 @@
+"""Where a single insert's client CPU goes: psycopg alone, then the pool, then all of wai.
+
+    .venv/bin/python bench/insert_cost.py [--url URL] [--inserts 3000] [--rounds 3]
+
+Runs on a scratch database (created, migrated and dropped): the same prepared
+``job_insert`` statement with the same parameters, (1) on one psycopg connection, (2)
+through wai's pool with a cursor per insert, as wai does, (3) as ``client.insert()``,
+which also builds and validates the job and the returned row. The three alternate, and
+each line shows the median round: jobs/s (one insert after another) and client CPU per
+insert (``getrusage``). The difference between (1) and (3) is what wai adds to the driver.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import resource
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import tuple_row
+from wai_jobs import Noop
+
+import wai
+from wai._db_async import _job_params, channel  # pyright: ignore[reportPrivateUsage]
+from wai._sql import query
+
+SCRATCH = "wai_insert_cost"
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def _measure(n: int, fn: Callable[[int], Awaitable[None]]) -> tuple[float, float]:
+    cpu, t = _cpu(), time.perf_counter()
+    for i in range(n):
+        await fn(i)
+    elapsed, used = time.perf_counter() - t, _cpu() - cpu
+    return n / elapsed, used / n * 1000
+
+
+async def main() -> None:
+    """Measure and print the three ways."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--url", default="postgresql://postgres@127.0.0.1:5432")
+    parser.add_argument("--inserts", type=int, default=3000)
+    parser.add_argument("--rounds", type=int, default=3)
+    opts = parser.parse_args()
+    server = opts.url.rstrip("/")
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(SCRATCH)))
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(SCRATCH)))
+    url = f"{server}/{SCRATCH}"
+    try:
+        client = wai.AsyncClient(url)
+        await client.open()
+        await client.migrate()
+        job = client.build(wai.EnqueueRequest(Noop(seq=1), queue="bench"))
+        params = {**_job_params(job), "channel": channel(client.schema)}
+        text = query("job_insert", client.schema)
+        conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
+
+        async def driver(_: int) -> None:
+            cur = await conn.execute(text, params)
+            await cur.fetchall()
+
+        async def pooled(_: int) -> None:
+            async with client.pool.connection() as c, c.cursor(row_factory=tuple_row) as cur:
+                await cur.execute(text, params)
+                await cur.fetchall()
+
+        async def whole(i: int) -> None:
+            await client.insert(Noop(seq=i), queue="bench")
+
+        ways = {
+            "1 psycopg: the prepared job_insert on one connection": driver,
+            "2 + wai's pool and a cursor per insert": pooled,
+            "3 wai: client.insert(Noop(seq=i))": whole,
+        }
+        results: dict[str, list[tuple[float, float]]] = {name: [] for name in ways}
+        for _ in range(opts.rounds):
+            for name, fn in ways.items():
+                results[name].append(await _measure(opts.inserts, fn))
+        for name, runs in results.items():
+            rate = statistics.median(r for r, _ in runs)
+            cpu = statistics.median(c for _, c in runs)
+            print(f"{name:55s} {rate:7,.0f} jobs/s   client CPU {cpu:.3f} ms/insert")
+        await conn.close()
+        await client.close()
+    finally:
+        with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(SCRATCH)))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
