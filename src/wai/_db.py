@@ -53,6 +53,8 @@ __all__ = [
     "job_promote_due",
     "job_rescue",
     "job_retry",
+    "jobs_table_analyze",
+    "jobs_table_stats",
     "leader_attempt_elect",
     "leader_resign",
     "migrate_applied",
@@ -618,6 +620,20 @@ def queue_settings_upsert(
             "dlq_retention": [s.dlq_retention for s in settings],
         },
     )
+
+
+def jobs_table_stats(conn: Connection[Any], schema: str) -> tuple[float, int]:
+    """(reltuples, rows changed since the last analyze) of the jobs table."""
+    cur = conn.execute(
+        query("jobs_table_stats", schema), {"table": f'"{validate_schema(schema)}".jobs'}
+    )
+    row = cur.fetchone()
+    return (float(row[0]), int(row[1])) if row else (-1.0, 0)
+
+
+def jobs_table_analyze(conn: Connection[Any], schema: str) -> None:
+    """ANALYZE the jobs table."""
+    conn.execute(query("jobs_table_analyze", schema))
 
 
 def job_delete_finalized(

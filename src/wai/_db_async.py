@@ -52,6 +52,8 @@ __all__ = [
     "job_promote_due",
     "job_rescue",
     "job_retry",
+    "jobs_table_analyze",
+    "jobs_table_stats",
     "leader_attempt_elect",
     "leader_resign",
     "migrate_applied",
@@ -623,6 +625,20 @@ async def queue_settings_upsert(
             "dlq_retention": [s.dlq_retention for s in settings],
         },
     )
+
+
+async def jobs_table_stats(conn: AsyncConnection[Any], schema: str) -> tuple[float, int]:
+    """(reltuples, rows changed since the last analyze) of the jobs table."""
+    cur = await conn.execute(
+        query("jobs_table_stats", schema), {"table": f'"{validate_schema(schema)}".jobs'}
+    )
+    row = await cur.fetchone()
+    return (float(row[0]), int(row[1])) if row else (-1.0, 0)
+
+
+async def jobs_table_analyze(conn: AsyncConnection[Any], schema: str) -> None:
+    """ANALYZE the jobs table."""
+    await conn.execute(query("jobs_table_analyze", schema))
 
 
 async def job_delete_finalized(

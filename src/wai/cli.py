@@ -59,6 +59,7 @@ _TIMINGS = (
     ("record_interval", "how often the process refreshes its runtime record"),
     ("cleanup_interval", "how often the leader deletes expired terminal jobs"),
     ("aging_interval", "how often the leader applies priority aging"),
+    ("analyze_interval", "how often the leader checks whether the jobs table needs ANALYZE"),
     ("completed_retention", "how long completed jobs are kept (default 1 day)"),
     ("failed_retention", "how long failed jobs are kept (default 7 days)"),
     ("cancelled_retention", "how long cancelled jobs are kept (default 7 days)"),

@@ -39,7 +39,8 @@ class AsyncClient(AsyncClientBase):
         are keyword arguments in seconds: ``poll_interval``,
         ``heartbeat_interval``, ``heartbeat_staleness``, ``rescue_interval``,
         ``promote_interval``, ``election_interval``, ``record_interval``,
-        ``cleanup_interval``, ``aging_interval``, ``cron_interval``, and the
+        ``cleanup_interval``, ``aging_interval``, ``cron_interval``,
+        ``analyze_interval``, and the
         retention defaults ``completed_retention``, ``failed_retention``,
         ``cancelled_retention``, ``outbox_retention``, ``dlq_retention``
         (see :class:`wai.worker.RuntimeSettings`); ``dlq=True`` turns the

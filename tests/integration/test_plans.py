@@ -16,9 +16,11 @@ import pytest
 from psycopg._queries import PostgresQuery  # pyright: ignore[reportPrivateImportUsage]
 
 import wai
-from tests.integration._helpers import Work
+from tests.integration._helpers import Work, wait_for
 from wai._db import _claim_query  # pyright: ignore[reportPrivateUsage]
 from wai._sql import query
+from wai.maintenance import Analyzer, AnalyzerResult
+from wai.maintenance.analyzer import needs_analyze
 
 PARAMS: dict[str, Any] = {
     "id": [1, 2],
@@ -82,3 +84,53 @@ def test_the_claim_is_prepared_with_its_limit_in_the_text() -> None:
     assert "LIMIT 32\n" in text
     assert "%(limit)s" not in text
     assert _claim_query("wai", 32) is text  # one text, hence one prepared statement, per limit
+
+
+async def test_the_analyzer_refreshes_statistics_a_small_table_grew_out_of(
+    aclient: wai.AsyncClient, sclient: wai.Client
+) -> None:
+    """The soak's case: statistics taken while the table was nearly empty, then growth.
+
+    A generic plan made from them reads the whole table for every batch, and keeps it
+    until new statistics invalidate it; on a server without autovacuum nobody takes them.
+    """
+    sclient.insert_many([Work() for _ in range(5)])
+    with sclient.connection() as conn:
+        conn.execute(f"ANALYZE {sclient.schema}.jobs")
+        assert "Seq Scan on jobs" in generic_plan(conn, "job_finalize_many_ids", sclient.schema)
+    analyzer = Analyzer(aclient.pool, aclient.schema, interval=30)
+    assert not (await analyzer.run_once()).analyzed  # 5 rows changed: nothing to do
+    with sclient.transaction() as tx:
+        tx.insert_many([Work() for _ in range(3000)])
+        # the counts reach the statistics views within 10 s; this session's, at its commit
+        tx.connection.execute("SELECT pg_stat_force_next_flush()")
+
+    async def analyzed() -> AnalyzerResult | None:
+        result = await analyzer.run_once()  # the inserts' counts reach the view within ~1 s
+        return result if result.analyzed else None
+
+    result = await wait_for(analyzed, 15, what="an ANALYZE after 3,000 inserts")
+    assert result.changed >= 3000
+    for name in ("job_claim", "job_finalize_many_ids", "job_heartbeat_many"):
+        with sclient.connection() as conn:
+            plan = generic_plan(conn, name, sclient.schema)
+        assert "jobs_pkey" in plan, plan
+        assert "Seq Scan on jobs" not in plan, plan
+    again = await analyzer.run_once()
+    assert not again.analyzed
+    assert again.reltuples >= 3000
+
+
+@pytest.mark.parametrize(
+    ("reltuples", "changed", "analyze"),
+    [
+        (-1.0, 999, False),  # never analyzed, few changes
+        (-1.0, 1000, True),
+        (5.0, 1000, True),  # the soak's case
+        (10_000.0, 4_999, False),
+        (10_000.0, 5_000, True),
+        (1_000_000.0, 400_000, False),
+    ],
+)
+def test_needs_analyze(reltuples: float, changed: int, analyze: bool) -> None:
+    assert needs_analyze(reltuples, changed) is analyze

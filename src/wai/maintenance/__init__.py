@@ -1,10 +1,11 @@
-"""Leader-elected maintenance: promotion, rescue, cleanup, aging, cron, record collection."""
+"""Leader-elected maintenance: promotion, rescue, cleanup, aging, cron, statistics, records."""
 
 from __future__ import annotations
 
 from wai.maintenance._leader import Elector, new_instance_id
 from wai.maintenance._service import PeriodicService
 from wai.maintenance.aging import Aging, AgingResult
+from wai.maintenance.analyzer import Analyzer, AnalyzerResult
 from wai.maintenance.cleaner import Cleaner, CleanerResult
 from wai.maintenance.cron import CronFirer, CronResult
 from wai.maintenance.outbox import OutboxSweeper, SweepResult
@@ -15,6 +16,8 @@ from wai.maintenance.rescuer import Rescuer, RescuerResult
 __all__ = [
     "Aging",
     "AgingResult",
+    "Analyzer",
+    "AnalyzerResult",
     "Cleaner",
     "CleanerResult",
     "CronFirer",

@@ -15,6 +15,7 @@ from wai.context import AttemptState
 from wai.job import JobRow
 from wai.maintenance import (
     Aging,
+    Analyzer,
     Cleaner,
     CronFirer,
     Elector,
@@ -204,6 +205,7 @@ class Runtime:
             ),
             Aging(self.client.pool, self.client.schema, interval=self.settings.aging_interval),
             CronFirer(self.client.pool, self.client.schema, interval=self.settings.cron_interval),
+            Analyzer(self.client.pool, self.client.schema, interval=self.settings.analyze_interval),
             InstanceReaper(
                 self.client.pool,
                 self.client.schema,

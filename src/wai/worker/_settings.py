@@ -35,7 +35,9 @@ class RuntimeSettings:
     (None here too: keep what the ``queues`` table says). *dlq_retention*: how
     long dead-letter entries are kept (by the time they entered), unless their
     queue sets its own. *cron_interval*: how often the leader fires due periodic
-    schedules.
+    schedules. *analyze_interval*: how often the leader checks whether the jobs
+    table changed enough since its last ANALYZE to need another (see
+    :class:`wai.maintenance.Analyzer`).
     """
 
     poll_interval: float = 1.0
@@ -60,6 +62,7 @@ class RuntimeSettings:
     dlq: bool | None = None
     dlq_retention: float = 30 * 24 * 3600.0
     cron_interval: float = 1.0
+    analyze_interval: float = 30.0
 
     def __post_init__(self) -> None:
         for name in (
@@ -79,6 +82,7 @@ class RuntimeSettings:
             "outbox_retention",
             "dlq_retention",
             "cron_interval",
+            "analyze_interval",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:

@@ -158,3 +158,15 @@ aged AS (
     RETURNING j.queue
 )
 SELECT queue, count(*) AS aged FROM aged GROUP BY queue;
+
+-- name: jobs_table_stats :one
+-- What the planner last learned of the jobs table (reltuples, -1 if never analyzed) and how
+-- many rows changed since (the statistics views' count, kept by the server).
+SELECT c.reltuples::float8, coalesce(s.n_mod_since_analyze, 0)::bigint
+FROM pg_class AS c
+LEFT JOIN pg_stat_user_tables AS s ON s.relid = c.oid
+WHERE c.oid = to_regclass(%(table)s);
+
+-- name: jobs_table_analyze :exec
+-- Refresh the jobs table's statistics; cached plans of statements on it are made again.
+ANALYZE {schema}.jobs;
