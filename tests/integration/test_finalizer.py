@@ -13,6 +13,7 @@ from wai import _db_async as db
 from wai.context import AttemptState
 from wai.job import JobRow
 from wai.outcomes import Outcome
+from wai.worker import _finalizer
 from wai.worker._finalizer import Finalizer
 
 pytestmark = pytest.mark.timeout(30)
@@ -59,6 +60,48 @@ async def test_a_batch_waits_for_more_outcomes_only_while_handlers_run(
             await asyncio.sleep(0.5)
             assert written == []
             assert (await aclient.get_job(row.id)).state == "running"
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_an_unexpected_error_loses_one_batch_not_the_finalizer(
+    aclient: wai.AsyncClient, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    written: list[list[int]] = []
+    finalizer = Finalizer(
+        aclient.pool,
+        aclient.schema,
+        batch_size=512,
+        flush_interval=0.0,
+        on_committed=lambda batch, rows: written.append([o.job_id for o, _ in batch]),
+        registry=aclient.registry,
+        busy=lambda: 0,
+    )
+    real = _finalizer.apply_outcomes
+    calls = 0
+
+    async def broken_once(*args: object, **kwargs: object) -> object:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("a bug")
+        return await real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_finalizer, "apply_outcomes", broken_once)
+    task = asyncio.create_task(finalizer.run_forever())
+    try:
+        first, second = await running(aclient), await running(aclient)
+        loop = asyncio.get_running_loop()
+        finalizer.submit(completed(first), AttemptState(first, loop))
+        await wait_for(lambda: written, what="the failed batch handed back")
+        finalizer.submit(completed(second), AttemptState(second, loop))
+        await wait_for(lambda: len(written) == 2, what="the next batch written")
+        assert not task.done()
+        assert written == [[first.id], [second.id]]
+        assert (await aclient.get_job(first.id)).state == "running"  # rescue's to recover
+        assert (await aclient.get_job(second.id)).state == "completed"
+        assert "writing 1 outcomes failed" in caplog.text
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

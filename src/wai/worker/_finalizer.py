@@ -91,7 +91,14 @@ class Finalizer:
             if not self._pending:
                 self._wake.clear()
             if batch:
-                await self._write(batch)
+                try:
+                    await self._write(batch)
+                except Exception:  # a bug, not the database: keep writing the next batches
+                    logger.exception(
+                        "wai: writing %d outcomes failed; those jobs stay running until rescued",
+                        len(batch),
+                    )
+                    self._on_committed(batch, [])
             if not self._pending:
                 self._idle.set()
 
