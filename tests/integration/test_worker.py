@@ -472,6 +472,9 @@ async def test_flush_progress_persists_while_running(aclient: wai.AsyncClient, f
             mid = await wait_job(aclient, row.id, lambda r: r.progress is not None, timeout=2)
             assert mid.state == "running"
             assert mid.progress == {"percent": 40, "message": "half way", "metadata": {"cursor": 7}}
+            # the row can show the progress before the handler (a thread, for sync) has
+            # stored what the flush returned
+            await wait_for(lambda: flushed, 2, what="the flush's result")
             assert flushed == [True]
             gate.set()
             done = await wait_job(aclient, row.id, "completed")
