@@ -112,21 +112,16 @@ async def _rows(
 
 
 def _job_rows(_cursor: object) -> RowMaker[JobRow]:
-    """Row factory: each row of an insert query (``ROW_COLUMNS`` first) as a JobRow."""
+    """Row factory: each row of a claim or finalize (``ROW_COLUMNS`` first) as a JobRow."""
     return JobRow.from_row
 
 
 async def _positional(
-    conn: AsyncConnection[Any],
-    name: str,
-    schema: str,
-    params: dict[str, Any],
-    *,
-    prepare: bool | None = None,
+    conn: AsyncConnection[Any], text: LiteralString, params: dict[str, Any]
 ) -> list[JobRow]:
-    """Run a query whose RETURNING starts with ``ROW_COLUMNS``; its rows as JobRows."""
+    """Run ``text``, whose RETURNING starts with ``ROW_COLUMNS``; its rows as JobRows."""
     async with conn.cursor(row_factory=_job_rows) as cur:
-        await cur.execute(query(name, schema), params, prepare=prepare)
+        await cur.execute(text, params)
         return await cur.fetchall()
 
 
@@ -187,15 +182,19 @@ _BATCH_FIELDS = operator.attrgetter(
 _encode_column = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
+def _unless_all(values: Sequence[Any], default: object) -> Sequence[Any] | None:
+    """``values``, or None (a NULL array or document) when each one is ``default``."""
+    return None if values.count(default) == len(values) else values
+
+
 def _column(values: Sequence[Any], default: object = None) -> str | None:
     """``values`` as one JSON array; None (SQL NULL) when each value is ``default``.
 
     ROWS FROM pads the empty result of ``jsonb_array_elements(NULL)`` with NULLs, so a
     column that no job of the batch sets costs neither its encoding nor its parse.
     """
-    if values.count(default) == len(values):
-        return None
-    return _encode_column(values)
+    kept = _unless_all(values, default)
+    return None if kept is None else _encode_column(kept)
 
 
 def _batch_params(jobs: Sequence[NewJob]) -> dict[str, Any]:
@@ -374,22 +373,16 @@ async def job_claim(
     default_deadline: float | None,
 ) -> list[JobRow]:
     """Claim up to ``limit`` available jobs of ``queue``, starting an attempt on each."""
-    async with conn.cursor(row_factory=_job_rows) as cur:
-        await cur.execute(
-            _claim_query(schema, limit),
-            {
-                "queue": queue,
-                "deadline_kinds": list(deadlines),
-                "deadline_seconds": list(deadlines.values()),
-                "default_deadline": default_deadline,
-            },
-        )
-        return await cur.fetchall()
-
-
-def _unless_all(values: list[Any], default: object) -> list[Any] | None:
-    """``values``, or None (a NULL array, which unnest pads) when each is ``default``."""
-    return None if values.count(default) == len(values) else values
+    return await _positional(
+        conn,
+        _claim_query(schema, limit),
+        {
+            "queue": queue,
+            "deadline_kinds": list(deadlines),
+            "deadline_seconds": list(deadlines.values()),
+            "default_deadline": default_deadline,
+        },
+    )
 
 
 def _finalize_params(outcomes: Sequence[Outcome]) -> dict[str, Any]:
@@ -410,12 +403,7 @@ async def job_finalize_many(
     conn: AsyncConnection[Any], schema: str, outcomes: Sequence[Outcome]
 ) -> list[JobRow]:
     """Apply outcomes under the lease guard; returns the rows that changed."""
-    return await _positional(
-        conn,
-        "job_finalize_many",
-        schema,
-        _finalize_params(outcomes),
-    )
+    return await _positional(conn, query("job_finalize_many", schema), _finalize_params(outcomes))
 
 
 async def job_finalize_many_ids(
