@@ -36,6 +36,26 @@ class CallbackOps(Protocol):
         ...
 
 
+class _Flag:
+    """A set-once flag shared across threads: ``set()`` and ``is_set()`` as on
+    :class:`threading.Event`, without its condition variable, which would cost
+    more to build than the rest of an attempt's bookkeeping. Nothing waits on it.
+    """
+
+    __slots__ = ("_set",)
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        """Raise the flag (a single store: atomic for readers on other threads)."""
+        self._set = True
+
+    def is_set(self) -> bool:
+        """Whether the flag was raised."""
+        return self._set
+
+
 class AttemptState:
     """Mutable per-attempt bookkeeping shared by the handler, heartbeats and the finalizer."""
 
@@ -49,7 +69,7 @@ class AttemptState:
         self.finished: float | None = None
         self.release: Callable[[], None] | None = None
         self.loop = loop
-        self.cancelled = threading.Event()
+        self.cancelled = _Flag()
         self.progress: dict[str, Any] | None = dict(row.progress) if row.progress else None
         self.dirty = False
         self.lock = threading.Lock()
