@@ -4,6 +4,10 @@
 with default settings, a no-op ``Noop`` handler and a ``Ping`` handler that
 records ``time.time() - t``. Nothing is started before GO.
 
+With ``BENCH_PYINSTRUMENT=DIR`` in the environment (``bench/profile.py --pyinstrument``)
+the process is profiled with pyinstrument from GO to STOP, and the text report is
+written to ``DIR/wai-worker-<pid>.txt``.
+
 ``--cpu-ms X`` (the ``cpu2`` workload) replaces the no-op ``Noop`` handler by one that
 busy-loops on ``time.perf_counter()`` for X ms: an ``async def`` handler by default, so
 the CPU is burnt in the event loop, or with ``--sync-handler`` a plain ``def`` handler,
@@ -18,6 +22,8 @@ import logging
 import os
 import threading
 import time
+from pathlib import Path
+from typing import Any
 
 from adapter import QUEUE
 from protocol import emit, read_line
@@ -103,6 +109,7 @@ async def main() -> None:
     emit("READY")
     if await read_line() != "GO":
         raise SystemExit("expected GO")
+    profiler = _profiler()
     t0 = time.perf_counter()
     await client.start({QUEUE: opts.concurrency})
     start_seconds = time.perf_counter() - t0
@@ -111,6 +118,10 @@ async def main() -> None:
     t1 = time.perf_counter()
     await client.shutdown()
     shutdown_seconds = time.perf_counter() - t1
+    if profiler is not None:
+        profiler.stop()
+        out = Path(os.environ["BENCH_PYINSTRUMENT"]) / f"wai-worker-{os.getpid()}.txt"
+        out.write_text(profiler.output_text(unicode=True, show_all=False))
     await client.close()
     emit(
         {
@@ -123,6 +134,17 @@ async def main() -> None:
             "pid": os.getpid(),
         }
     )
+
+
+def _profiler() -> Any:
+    """A started pyinstrument profiler when BENCH_PYINSTRUMENT names a directory."""
+    if not os.environ.get("BENCH_PYINSTRUMENT"):
+        return None
+    from pyinstrument import Profiler  # the bench extra: pip install -e '.[bench]'
+
+    profiler = Profiler(interval=0.0005, async_mode="disabled")
+    profiler.start()
+    return profiler
 
 
 if __name__ == "__main__":

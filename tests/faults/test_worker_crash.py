@@ -69,7 +69,13 @@ async def test_sigkill_mid_finalization_loses_no_job_and_applies_no_outcome_twic
     # transaction: its batches stay open long enough to be killed while being written
     await db.slow_finalize("fault-victim", 0.02)
     victim = await workers.spawn_ready(db, database_url, "work=10", app="fault-victim")
-    ids = await db.insert(wai.EnqueueRequest(Mark(n=i), queue="work") for i in range(300))
+    # every tenth job's first attempt takes half a second: whenever the kill lands, some
+    # attempt of the victim has run without its outcome written, however many batches its
+    # finalizer has in flight (those the orphaned backends finish)
+    ids = await db.insert(
+        wai.EnqueueRequest(Mark(n=i, first_sleep=0.5 if i % 10 == 0 else 0.0), queue="work")
+        for i in range(300)
+    )
 
     async def some_committed() -> bool:
         return await db.count("state = 'completed'") >= 20

@@ -105,3 +105,100 @@ async def test_an_unexpected_error_loses_one_batch_not_the_finalizer(
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+@pytest.mark.parametrize("writers", [1, 2])
+async def test_writers_bound_how_many_batches_are_written_at_once(
+    aclient: wai.AsyncClient, monkeypatch: pytest.MonkeyPatch, writers: int
+) -> None:
+    written: list[list[int]] = []
+    finalizer = Finalizer(
+        aclient.pool,
+        aclient.schema,
+        batch_size=1,  # one outcome per batch: two submits, two batches
+        flush_interval=0.0,
+        on_committed=lambda batch, rows: written.append([o.job_id for o, _ in batch]),
+        registry=aclient.registry,
+        busy=lambda: 0,
+        writers=writers,
+    )
+    real = _finalizer.apply_outcomes
+    gate = asyncio.Event()
+    entered: list[int] = []
+
+    async def held_first(
+        conn: object, schema: str, registry: object, outcomes: list[Outcome], **kw: object
+    ) -> object:
+        entered.append(outcomes[0].job_id)
+        if len(entered) == 1:
+            await gate.wait()  # the first batch's write stalls (a slow commit, say)
+        return await real(conn, schema, registry, outcomes, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_finalizer, "apply_outcomes", held_first)
+    task = asyncio.create_task(finalizer.run_forever())
+    try:
+        first, second = await running(aclient), await running(aclient)
+        loop = asyncio.get_running_loop()
+        finalizer.submit(completed(first), AttemptState(first, loop))
+        await wait_for(lambda: entered, what="the first write started")
+        finalizer.submit(completed(second), AttemptState(second, loop))
+        if writers == 2:
+            # the second batch does not wait behind the stalled first one
+            await wait_for(lambda: written == [[second.id]], what="the second batch written")
+            assert (await aclient.get_job(second.id)).state == "completed"
+        else:
+            await asyncio.sleep(0.3)
+            assert entered == [first.id]
+            assert written == []
+        assert (await aclient.get_job(first.id)).state == "running"
+        idle = asyncio.create_task(finalizer.wait_idle())
+        await asyncio.sleep(0.05)
+        assert not idle.done()  # a batch still being written is not idle
+        gate.set()
+        await asyncio.wait_for(idle, 5)
+        assert sorted(map(tuple, written)) == sorted([(first.id,), (second.id,)])
+        assert (await aclient.get_job(first.id)).state == "completed"
+        assert (await aclient.get_job(second.id)).state == "completed"
+    finally:
+        gate.set()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_cancelling_the_finalizer_cancels_its_writes_too(
+    aclient: wai.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    written: list[int] = []
+    finalizer = Finalizer(
+        aclient.pool,
+        aclient.schema,
+        batch_size=512,
+        flush_interval=0.0,
+        on_committed=lambda batch, rows: written.extend(o.job_id for o, _ in batch),
+        registry=aclient.registry,
+        busy=lambda: 0,
+        writers=2,
+    )
+    real = _finalizer.apply_outcomes
+    started = asyncio.Event()
+    cancelled = asyncio.Event()
+
+    async def stalled(*args: object, **kwargs: object) -> object:
+        started.set()
+        try:
+            await asyncio.sleep(30)  # the server does not answer
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return await real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_finalizer, "apply_outcomes", stalled)
+    task = asyncio.create_task(finalizer.run_forever())
+    row = await running(aclient)
+    finalizer.submit(completed(row), AttemptState(row, asyncio.get_running_loop()))
+    await asyncio.wait_for(started.wait(), 5)
+    task.cancel()
+    await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 5)
+    assert cancelled.is_set()  # no write left running behind a stopped runtime
+    assert written == []
+    assert (await aclient.get_job(row.id)).state == "running"  # for rescue

@@ -20,6 +20,7 @@ def test_runtime_settings_defaults_for_records_cleanup_and_aging() -> None:
     assert s.failed_retention == s.cancelled_retention == 7 * 86_400.0
     assert s.outbox_retention == 7 * 86_400.0
     assert s.aging_interval == 10.0
+    assert s.completion_writers == 2
 
 
 @pytest.mark.parametrize(
@@ -35,6 +36,12 @@ def test_runtime_settings_defaults_for_records_cleanup_and_aging() -> None:
         {"aging_interval": -0.5},
         {"outbox_retention": 0},
         {"outbox_retention": math.inf},
+        {"completion_writers": 0},
+        {"completion_writers": 17},
+        {"completion_writers": 1.5},
+        {"completion_writers": True},
+        {"completion_batch_size": 0},
+        {"completion_flush_interval": -0.001},
     ],
 )
 def test_runtime_settings_reject_bad_values(options: dict[str, Any]) -> None:

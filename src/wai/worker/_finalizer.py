@@ -31,7 +31,11 @@ class Finalizer:
 
     A batch is written once ``flush_interval`` passed since the first outcome
     arrived, at once when it is full, or at once when ``busy()`` says no handler
-    is still running (no outcome is coming that waiting could add).
+    is still running (no outcome is coming that waiting could add). Up to
+    ``writers`` batches are written at once, each on its own connection: while one
+    waits on the server (its statements, its commit), the next is built and sent.
+    Batches hold disjoint attempts, and every outcome is guarded by its own
+    attempt, so their order does not matter.
 
     An outcome whose lease is stale matches nothing and is dropped. When a batch
     cannot be written because the database is unreachable it is retried with
@@ -49,6 +53,7 @@ class Finalizer:
         on_committed: Committed,
         registry: Registry,
         busy: Callable[[], int] = lambda: 1,
+        writers: int = 1,
     ) -> None:
         self._pool = pool
         self._schema = schema
@@ -57,6 +62,8 @@ class Finalizer:
         self._on_committed = on_committed
         self._registry = registry
         self._busy = busy
+        self._slots = asyncio.Semaphore(writers)
+        self._writing: set[asyncio.Task[None]] = set()
         self._pending: list[tuple[Outcome, AttemptState]] = []
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
@@ -79,28 +86,58 @@ class Finalizer:
         await self._idle.wait()
 
     async def run_forever(self) -> None:
-        """Write batches until cancelled."""
-        while True:
-            await self._wake.wait()
-            # Wait a little for more outcomes, unless no handler is running that could
-            # add one: then nothing is gained by waiting, and every slot waits on this batch.
-            if self._flush_interval and len(self._pending) < self._batch_size and self._busy() > 0:
-                await asyncio.sleep(self._flush_interval)
-            batch = self._pending[: self._batch_size]
-            del self._pending[: self._batch_size]
-            if not self._pending:
-                self._wake.clear()
-            if batch:
-                try:
-                    await self._write(batch)
-                except Exception:  # a bug, not the database: keep writing the next batches
-                    logger.exception(
-                        "wai: writing %d outcomes failed; those jobs stay running until rescued",
-                        len(batch),
-                    )
-                    self._on_committed(batch, [])
-            if not self._pending:
-                self._idle.set()
+        """Write batches until cancelled; a cancel also cancels the writes under way.
+
+        (A cancelled write commits nothing, or commits its whole batch: its jobs are
+        then either finished or still ``running``, for rescue.)
+        """
+        try:
+            while True:
+                await self._wake.wait()
+                # Wait a little for more outcomes, unless no handler is running that could
+                # add one: then nothing is gained by waiting, and every slot waits on it.
+                if (
+                    self._flush_interval
+                    and len(self._pending) < self._batch_size
+                    and self._busy() > 0
+                ):
+                    await asyncio.sleep(self._flush_interval)
+                await self._slots.acquire()
+                batch = self._pending[: self._batch_size]
+                del self._pending[: self._batch_size]
+                if not self._pending:
+                    self._wake.clear()
+                if not batch:
+                    self._slots.release()
+                    self._settle()
+                    continue
+                task = asyncio.create_task(self._write_batch(batch))
+                self._writing.add(task)
+                task.add_done_callback(self._written)
+        finally:
+            writing = list(self._writing)
+            for task in writing:
+                task.cancel()
+            await asyncio.gather(*writing, return_exceptions=True)
+
+    def _written(self, task: asyncio.Task[None]) -> None:
+        self._writing.discard(task)
+        self._slots.release()
+        self._settle()
+
+    def _settle(self) -> None:
+        if not self._pending and not self._writing:
+            self._idle.set()
+
+    async def _write_batch(self, batch: list[tuple[Outcome, AttemptState]]) -> None:
+        try:
+            await self._write(batch)
+        except Exception:  # a bug, not the database: keep writing the next batches
+            logger.exception(
+                "wai: writing %d outcomes failed; those jobs stay running until rescued",
+                len(batch),
+            )
+            self._on_committed(batch, [])
 
     async def _write(self, batch: list[tuple[Outcome, AttemptState]]) -> None:
         states = {outcome.job_id: state for outcome, state in batch}

@@ -36,6 +36,7 @@ class QueueProducer:
         burst: bool,
         deadlines: dict[str, float],
         launch: Callable[[JobRow, QueueProducer], None],
+        writers: int = 1,
     ) -> None:
         self.name = name
         self.config = config
@@ -52,6 +53,7 @@ class QueueProducer:
         self._burst = burst
         self._deadlines = deadlines
         self._launch = launch
+        self._writers = writers
         self._wake = asyncio.Event()
         self._freed = asyncio.Event()
         self._stopping = False
@@ -74,10 +76,11 @@ class QueueProducer:
 
     def free_slots(self) -> int:
         """Slots to claim into: running handlers count, and so do outcomes beyond one
-        concurrency's worth still waiting to be written, so claims never outrun the
-        finalizer by more than that."""
+        concurrency's worth per completion writer still waiting to be written, so
+        claims never outrun the finalizer by more than its writers can hold."""
         concurrency = self.config.concurrency
-        return concurrency - self.running - max(0, self.finishing - concurrency)
+        backlog = self.finishing - self._writers * concurrency
+        return concurrency - self.running - max(0, backlog)
 
     def stop(self) -> None:
         """Stop claiming; running attempts are not touched."""

@@ -101,6 +101,7 @@ class Runtime:
             on_committed=self._committed,
             registry=client.registry,
             busy=self._running_handlers,
+            writers=self.settings.completion_writers,
         )
         self.heartbeater = Heartbeater(
             pool, schema, self.settings.heartbeat_interval, self._beating
@@ -120,6 +121,7 @@ class Runtime:
                 burst=self.settings.burst,
                 deadlines=deadlines,
                 launch=self._launch,
+                writers=self.settings.completion_writers,
             )
         notifier = Notifier(
             client.database_url,

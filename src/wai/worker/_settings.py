@@ -21,7 +21,8 @@ class RuntimeSettings:
     *election_interval*: maintenance cadence. *maintenance*: run the
     leader-elected maintenance in this process. *burst*: stop once the served
     queues are empty. *completion_batch_size* and *completion_flush_interval*
-    bound how outcomes are grouped into one transaction. *record_interval*: how
+    bound how outcomes are grouped into one transaction; *completion_writers* is
+    how many such batches are written at once. *record_interval*: how
     often the process refreshes its row in ``runtime_instances``.
     *cleanup_interval*: how often the leader deletes terminal jobs older than
     *completed_retention*, *failed_retention* or *cancelled_retention* (by
@@ -50,6 +51,7 @@ class RuntimeSettings:
     burst: bool = False
     completion_batch_size: int = 512
     completion_flush_interval: float = 0.001
+    completion_writers: int = 2
     promote_batch_size: int = 4096
     record_interval: float = 5.0
     cleanup_interval: float = 60.0
@@ -106,5 +108,13 @@ class RuntimeSettings:
             raise ValidationError(f"dlq must be True, False or None, got {self.dlq!r}")
         if not 1 <= self.completion_batch_size <= 10_000:
             raise ValidationError("completion_batch_size must be 1..10000")
+        if (
+            isinstance(self.completion_writers, bool)
+            or not isinstance(self.completion_writers, int)
+            or not 1 <= self.completion_writers <= 16
+        ):
+            raise ValidationError(
+                f"completion_writers must be 1..16, got {self.completion_writers!r}"
+            )
         if not 0 <= self.completion_flush_interval <= 1:
             raise ValidationError("completion_flush_interval must be 0..1 seconds")

@@ -1,0 +1,168 @@
+"""Where a workload's time goes: ``pg_stat_statements`` on the server, pyinstrument in wai.
+
+Usage::
+
+    .venv/bin/python bench/profile.py [--adapters wai,pgqueuer] [--only drain,followups]
+        [--concurrency 128] [--jobs 20000] [--top 12] [--pyinstrument DIR]
+
+``pg_stat_statements`` must be preloaded, which the shared server does not do, so this
+script starts a throwaway PostgreSQL cluster of its own: ``initdb`` into a temporary
+directory (as the ``postgres`` OS user when run as root), default settings except
+``shared_preload_libraries = pg_stat_statements``, on a free port of 127.0.0.1. For each
+adapter and workload it resets the statistics, runs ``bench/run.py --runs 1`` for that one
+workload against the cluster, and prints the statements that took the most server time:
+calls, rows per call, mean and total execution time, share of the total, shared buffers
+dirtied and WAL bytes per call. Setup statements (schema, prefill) are in the same
+statistics; the table names them, so they are easy to tell apart from the claim and
+finalize path.
+
+``--pyinstrument DIR`` also profiles wai's worker child between GO and STOP (the
+``BENCH_PYINSTRUMENT`` variable of ``worker_wai.py``; needs ``pip install -e '.[bench]'``)
+and leaves one text report per worker process in DIR.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+HERE = Path(__file__).resolve().parent
+
+TOP_STATEMENTS = """
+SELECT calls, rows, total_exec_time, mean_exec_time, shared_blks_dirtied, wal_bytes,
+       regexp_replace(query, '\\s+', ' ', 'g')
+FROM pg_stat_statements
+WHERE calls > 0
+ORDER BY total_exec_time DESC
+"""
+
+
+def _bindir() -> Path:
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    if found:
+        return found[-1].parent
+    initdb = shutil.which("initdb")
+    if initdb is None:
+        raise SystemExit("profile.py needs PostgreSQL's initdb (e.g. /usr/lib/postgresql/15/bin)")
+    return Path(initdb).parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def cluster() -> Iterator[str]:
+    """A private cluster with pg_stat_statements preloaded; yields its server URL."""
+    bindir = _bindir()
+    root = Path(tempfile.mkdtemp(prefix="wai-profile-"))
+    as_postgres = os.geteuid() == 0  # initdb and postgres refuse to run as root
+    prefix = ["runuser", "-u", "postgres", "--"] if as_postgres else []
+    if as_postgres:
+        shutil.chown(root, "postgres", "postgres")
+    data, log, port = root / "data", root / "server.log", _free_port()
+
+    def run(*cmd: str) -> None:
+        subprocess.run([*prefix, str(bindir / cmd[0]), *cmd[1:]], check=True, cwd=root)
+
+    try:
+        run("initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8")
+        with (data / "postgresql.conf").open("a") as conf:
+            conf.write(
+                "shared_preload_libraries = 'pg_stat_statements'\n"
+                "pg_stat_statements.max = 5000\n"
+                f"port = {port}\nlisten_addresses = '127.0.0.1'\n"
+                f"unix_socket_directories = '{root}'\n"
+            )
+        run("pg_ctl", "start", "-w", "-t", "60", "-D", str(data), "-l", str(log))
+        url = f"postgresql://postgres@127.0.0.1:{port}"
+        with psycopg.connect(url + "/postgres", autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION pg_stat_statements")
+        yield url
+    finally:
+        with contextlib.suppress(subprocess.CalledProcessError):
+            run("pg_ctl", "stop", "-w", "-t", "30", "-m", "fast", "-D", str(data))
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def report(rows: list[tuple[Any, ...]], top: int) -> str:
+    """The statements table, most server time first."""
+    total = sum(r[2] for r in rows) or 1.0
+    lines = [
+        f"{'calls':>7} {'rows/call':>9} {'mean ms':>8} {'total ms':>9} {'share':>6} "
+        f"{'dirtied/call':>12} {'WAL B/call':>10}  statement",
+    ]
+    for calls, nrows, total_ms, mean_ms, dirtied, wal, query in rows[:top]:
+        lines.append(
+            f"{calls:>7} {nrows / calls:>9.1f} {mean_ms:>8.3f} {total_ms:>9.1f} "
+            f"{total_ms / total:>6.1%} {dirtied / calls:>12.1f} {int(wal) / calls:>10.0f}  "
+            f"{_short(query, 90)}"
+        )
+    rest = rows[top:]
+    if rest:
+        lines.append(
+            f"{sum(r[0] for r in rest):>7} {'':>9} {'':>8} {sum(r[2] for r in rest):>9.1f} "
+            f"{sum(r[2] for r in rest) / total:>6.1%} {'':>12} {'':>10}  ({len(rest)} more)"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """Start the cluster, profile each adapter and workload, print the tables."""
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--adapters", default="wai", help="libraries, one after the other")
+    p.add_argument("--only", default="drain,followups", help="workloads of bench/run.py")
+    p.add_argument("--concurrency", default="128", help="drain slots (one value is clearest)")
+    p.add_argument("--jobs", type=int, default=20_000)
+    p.add_argument("--top", type=int, default=12, help="statements shown per run")
+    p.add_argument("--pyinstrument", metavar="DIR", help="profile wai's worker into DIR")
+    opts = p.parse_args()
+    env = dict(os.environ)
+    if opts.pyinstrument:
+        Path(opts.pyinstrument).mkdir(parents=True, exist_ok=True)
+        env["BENCH_PYINSTRUMENT"] = str(Path(opts.pyinstrument).resolve())
+    with cluster() as url:
+        for adapter in opts.adapters.split(","):
+            for workload in opts.only.split(","):
+                with psycopg.connect(url + "/postgres", autocommit=True) as conn:
+                    conn.execute("SELECT pg_stat_statements_reset()")
+                started = time.perf_counter()
+                cmd = [
+                    sys.executable, str(HERE / "run.py"), "--database-url", url,
+                    "--adapters", adapter, "--only", workload, "--runs", "1",
+                    "--jobs", str(opts.jobs), "--concurrency", opts.concurrency,
+                    "--quiet-wait", "0",
+                ]  # fmt: skip
+                out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+                if out.returncode != 0:
+                    print(out.stdout[-2000:], out.stderr[-2000:], sep="\n", file=sys.stderr)
+                    raise SystemExit(f"run.py failed for {adapter} {workload}")
+                with psycopg.connect(url + "/postgres", autocommit=True) as conn:
+                    rows = conn.execute(TOP_STATEMENTS).fetchall()
+                seconds = time.perf_counter() - started
+                print(f"\n== {adapter} · {workload} · concurrency {opts.concurrency} "
+                      f"· {opts.jobs} jobs · {seconds:.0f} s with setup ==")  # fmt: skip
+                print("\n".join(ln for ln in out.stdout.splitlines() if "jobs/s" in ln))
+                print(report(rows, opts.top))
+
+
+if __name__ == "__main__":
+    main()
