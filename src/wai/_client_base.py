@@ -31,7 +31,7 @@ from wai.admin import (
     rejected,
 )
 from wai.errors import JobNotFound, SchemaNotMigrated, ValidationError
-from wai.inserts import EnqueueRequest, NewJob, build_job, validate_queue
+from wai.inserts import EnqueueRequest, NewJob, build_args_job, build_job, validate_queue
 from wai.instances import RuntimeInstance
 from wai.job import JobRow, JobState
 from wai.migrate import migrations
@@ -185,8 +185,11 @@ class ClientBase(RegistrationMixin, CallbackMixin, DlqMixin, CronMixin):
 
     def build_many(self, items: Iterable[Any]) -> list[NewJob]:
         """Validate many inserts; items are args or :class:`wai.EnqueueRequest`."""
+        queue_of, max_attempts_of = self.registry.queue_of, self.registry.max_attempts_of
         return [
-            self.build(item if isinstance(item, EnqueueRequest) else EnqueueRequest(item))
+            self.build(item)
+            if isinstance(item, EnqueueRequest)
+            else build_args_job(item, default_queue=queue_of, default_max_attempts=max_attempts_of)
             for item in items
         ]
 

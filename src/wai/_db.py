@@ -49,6 +49,7 @@ __all__ = [
     "job_heartbeat_many",
     "job_insert",
     "job_insert_many",
+    "job_insert_many_ids",
     "job_list",
     "job_promote_due",
     "job_rescue",
@@ -282,6 +283,18 @@ def job_insert_many(
 ) -> list[JobRow | None]:
     """Insert jobs in one statement; a row per job, in order, None where its unique key
     is already held."""
+    inserted = job_insert_many_ids(conn, schema, jobs)
+    return [
+        None if r is None else inserted_row(job, r[0], r[1], r[2])
+        for job, r in zip(jobs, inserted, strict=True)
+    ]
+
+
+def job_insert_many_ids(
+    conn: Connection[Any], schema: str, jobs: Sequence[NewJob]
+) -> list[tuple[Any, ...] | None]:
+    """:func:`job_insert_many` without building the rows: per job, in order, what the
+    server returned of it (``INSERT_COLUMNS``), None where its unique key is already held."""
     if not jobs:
         return []
     params = _batch_params(jobs)
@@ -291,14 +304,13 @@ def job_insert_many(
         conn, "job_insert_many_unique" if unique else "job_insert_many", schema, params
     )
     if len(rows) == len(jobs):
-        return [inserted_row(job, r[0], r[1], r[2]) for job, r in zip(jobs, rows, strict=True)]
-    out: list[JobRow | None] = []
+        return list(rows)
+    out: list[tuple[Any, ...] | None] = []
     pos = 0
     for job in jobs:
         # the rows come in input order; a skipped job is a unique one whose key was held
         if pos < len(rows) and (job.unique_key is None or rows[pos][3] == job.unique_key):
-            r = rows[pos]
-            out.append(inserted_row(job, r[0], r[1], r[2]))
+            out.append(rows[pos])
             pos += 1
         else:
             out.append(None)

@@ -14,7 +14,7 @@ from wai.errors import UniqueConflict
 from wai.inserts import NewJob
 from wai.job import JobRow
 
-__all__ = ["insert_batch", "insert_one"]
+__all__ = ["insert_batch", "insert_followups", "insert_one"]
 
 
 def _conflict(job: NewJob, existing: JobRow | None) -> UniqueConflict:
@@ -60,3 +60,19 @@ def insert_batch(conn: Connection[Any], schema: str, jobs: Sequence[NewJob]) -> 
                 raise _conflict(job, existing)
             out.append(existing)
         return out
+
+
+def insert_followups(conn: Connection[Any], schema: str, jobs: Sequence[NewJob]) -> None:
+    """:func:`insert_batch` for follow-ups, whose inserted rows nobody reads.
+
+    Raises :class:`wai.UniqueConflict` as ``insert_batch`` does; a unique job whose key is
+    held with ``on_conflict="skip"`` inserts nothing.
+    """
+    if not jobs:
+        return
+    with translate_errors(schema):
+        inserted = db.job_insert_many_ids(conn, schema, jobs)
+        for job, row in zip(jobs, inserted, strict=True):
+            if row is None and job.on_conflict == "raise":
+                assert job.unique_key is not None
+                raise _conflict(job, db.job_get_by_unique_key(conn, schema, job.unique_key))

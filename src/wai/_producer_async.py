@@ -13,7 +13,7 @@ from wai.errors import UniqueConflict
 from wai.inserts import NewJob
 from wai.job import JobRow
 
-__all__ = ["insert_batch", "insert_one"]
+__all__ = ["insert_batch", "insert_followups", "insert_one"]
 
 
 def _conflict(job: NewJob, existing: JobRow | None) -> UniqueConflict:
@@ -61,3 +61,19 @@ async def insert_batch(
                 raise _conflict(job, existing)
             out.append(existing)
         return out
+
+
+async def insert_followups(conn: AsyncConnection[Any], schema: str, jobs: Sequence[NewJob]) -> None:
+    """:func:`insert_batch` for follow-ups, whose inserted rows nobody reads.
+
+    Raises :class:`wai.UniqueConflict` as ``insert_batch`` does; a unique job whose key is
+    held with ``on_conflict="skip"`` inserts nothing.
+    """
+    if not jobs:
+        return
+    with translate_errors(schema):
+        inserted = await db.job_insert_many_ids(conn, schema, jobs)
+        for job, row in zip(jobs, inserted, strict=True):
+            if row is None and job.on_conflict == "raise":
+                assert job.unique_key is not None
+                raise _conflict(job, await db.job_get_by_unique_key(conn, schema, job.unique_key))

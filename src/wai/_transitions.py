@@ -73,7 +73,7 @@ def apply_outcomes(
                 if plan.failed:
                     raise _Rejected(plan.failed)
                 inserting = True
-                inserted = producer.insert_batch(conn, schema, plan.jobs)
+                producer.insert_followups(conn, schema, plan.jobs)
                 inserting = False
                 failed = [
                     (r.id, failure_reason(terminal=by_id[r.id].terminal))
@@ -97,12 +97,10 @@ def apply_outcomes(
             for outcome in pending:
                 one = apply_outcomes(conn, schema, registry, [outcome])
                 applied.rows.extend(one.rows)
-                applied.followups.extend(one.followups)
                 applied.rejected.extend(one.rejected)
                 applied.dead_lettered.update(one.dead_lettered)
             return applied
         applied.rows.extend(rows)
-        applied.followups.extend(inserted)
         applied.dead_lettered.update(dead)
         return applied
     return applied
@@ -148,18 +146,18 @@ def _resolve_row(conn: Connection[Any], schema: str, req: ResolveRequest) -> Job
 
 def _followups(
     conn: Connection[Any], schema: str, registry: Registry, row: JobRow, outcome: Outcome
-) -> list[JobRow]:
+) -> None:
     if not registry.specs_for(row.kind, outcome.event):
         # No spec here (a CLI, a bare web process): the durable record of the outcome,
         # dispatched later by a process that holds the specs.
         detail = {"error": outcome.error or "", "reason": outcome.reason or ""}
         db.outbox_insert(conn, schema, job_id=row.id, outcome=outcome.event, detail=detail)
-        return []
+        return
     plan = plan_followups(registry, [row], {row.id: outcome})
     if plan.failed:
         raise plan.failed[row.id]
     try:
-        return producer.insert_batch(conn, schema, plan.jobs)
+        producer.insert_followups(conn, schema, plan.jobs)
     except WaiError as exc:
         raise FollowUpError(f"follow-up insert failed: {exc}") from exc
 

@@ -72,7 +72,7 @@ async def apply_outcomes(
                 if plan.failed:
                     raise _Rejected(plan.failed)
                 inserting = True
-                inserted = await producer.insert_batch(conn, schema, plan.jobs)
+                await producer.insert_followups(conn, schema, plan.jobs)
                 inserting = False
                 failed = [
                     (r.id, failure_reason(terminal=by_id[r.id].terminal))
@@ -96,12 +96,10 @@ async def apply_outcomes(
             for outcome in pending:
                 one = await apply_outcomes(conn, schema, registry, [outcome])
                 applied.rows.extend(one.rows)
-                applied.followups.extend(one.followups)
                 applied.rejected.extend(one.rejected)
                 applied.dead_lettered.update(one.dead_lettered)
             return applied
         applied.rows.extend(rows)
-        applied.followups.extend(inserted)
         applied.dead_lettered.update(dead)
         return applied
     return applied
@@ -155,18 +153,18 @@ async def _resolve_row(
 
 async def _followups(
     conn: AsyncConnection[Any], schema: str, registry: Registry, row: JobRow, outcome: Outcome
-) -> list[JobRow]:
+) -> None:
     if not registry.specs_for(row.kind, outcome.event):
         # No spec here (a CLI, a bare web process): the durable record of the outcome,
         # dispatched later by a process that holds the specs.
         detail = {"error": outcome.error or "", "reason": outcome.reason or ""}
         await db.outbox_insert(conn, schema, job_id=row.id, outcome=outcome.event, detail=detail)
-        return []
+        return
     plan = plan_followups(registry, [row], {row.id: outcome})
     if plan.failed:
         raise plan.failed[row.id]
     try:
-        return await producer.insert_batch(conn, schema, plan.jobs)
+        await producer.insert_followups(conn, schema, plan.jobs)
     except WaiError as exc:
         raise FollowUpError(f"follow-up insert failed: {exc}") from exc
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from wai.errors import FollowUpError, SerializationError, ValidationError, WaiError
-from wai.inserts import EnqueueRequest, NewJob, build_job
+from wai.inserts import EnqueueRequest, NewJob, build_args_job, build_job
 from wai.job import JobRow
 from wai.kinds import decode_args
 from wai.outcomes import Outcome
@@ -82,11 +82,14 @@ def evaluate(
     detail: dict[str, Any],
     *,
     default_queue: Callable[[str], str | None],
+    default_max_attempts: Callable[[str], int | None],
 ) -> NewJob:
     """Run ``spec``'s closure and validate what it returned into a row with lineage.
 
-    Raises :class:`wai.FollowUpError` naming the spec when the closure raises,
-    returns the wrong type, or returns something that cannot be inserted.
+    The follow-up's queue and ``max_attempts`` default to those its kind is
+    registered with here, as for any insert. Raises :class:`wai.FollowUpError`
+    naming the spec when the closure raises, returns the wrong type, or returns
+    something that cannot be inserted.
     """
     try:
         result = spec.fn(*closure_args(spec.outcome, args, job, detail))
@@ -102,26 +105,33 @@ def evaluate(
         raise FollowUpError(
             f"follow-up spec {spec.name!r} returned an awaitable: closures must be plain functions"
         )
-    if spec.with_request:
-        if not isinstance(result, EnqueueRequest):
-            raise FollowUpError(
-                f"follow-up spec {spec.name!r} must return wai.EnqueueRequest, "
-                f"got {type(result).__name__}"
+    trigger = (job.id, job.run_lease, spec.outcome, spec.name)
+    try:
+        if spec.with_request:
+            if not isinstance(result, EnqueueRequest):
+                raise FollowUpError(
+                    f"follow-up spec {spec.name!r} must return wai.EnqueueRequest, "
+                    f"got {type(result).__name__}"
+                )
+            return build_job(
+                result,
+                default_queue=default_queue,
+                default_max_attempts=default_max_attempts,
+                trigger=trigger,
             )
-        request = result
-    else:
         if result is None or isinstance(result, EnqueueRequest | bool | int | float | str):
             raise FollowUpError(
                 f"follow-up spec {spec.name!r} must return job args "
                 f"(a dataclass, pydantic model, msgspec struct), got {type(result).__name__}"
             )
-        request = EnqueueRequest(result)
-    try:
-        return build_job(
-            request,
+        return build_args_job(
+            result,
             default_queue=default_queue,
-            trigger=(job.id, job.run_lease, spec.outcome, spec.name),
+            default_max_attempts=default_max_attempts,
+            trigger=trigger,
         )
+    except FollowUpError:
+        raise
     except (ValidationError, WaiError) as exc:
         raise FollowUpError(f"follow-up spec {spec.name!r} returned bad args: {exc}") from exc
 
@@ -139,13 +149,12 @@ class Applied:
     """What one application of outcomes committed.
 
     ``rows`` are the post-transition rows that changed (stale attempts are absent),
-    ``followups`` the inserted follow-up rows, ``rejected`` the outcomes rolled back
+    ``rejected`` the outcomes rolled back
     because a follow-up spec failed, each with the error naming the spec, and
     ``dead_lettered`` the failed jobs moved to the dead-letter queue, with reason.
     """
 
     rows: list[JobRow] = field(default_factory=list[JobRow])
-    followups: list[JobRow] = field(default_factory=list[JobRow])
     rejected: list[tuple[Outcome, FollowUpError]] = field(
         default_factory=list[tuple[Outcome, FollowUpError]]
     )
@@ -181,7 +190,15 @@ def plan_followups(
         detail = {"error": outcome.error or "", "reason": outcome.reason or ""}
         try:
             built = [
-                evaluate(spec, args, row, detail, default_queue=registry.queue_of) for spec in specs
+                evaluate(
+                    spec,
+                    args,
+                    row,
+                    detail,
+                    default_queue=registry.queue_of,
+                    default_max_attempts=registry.max_attempts_of,
+                )
+                for spec in specs
             ]
         except FollowUpError as exc:
             plan.failed[row.id] = exc

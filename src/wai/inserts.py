@@ -16,7 +16,14 @@ from wai.job import JobRow, JobState, Trigger
 from wai.kinds import dumps, encode_args, kind_of
 from wai.unique import UniqueOpts, unique_key
 
-__all__ = ["EnqueueRequest", "NewJob", "build_job", "inserted_row", "validate_queue"]
+__all__ = [
+    "EnqueueRequest",
+    "NewJob",
+    "build_args_job",
+    "build_job",
+    "inserted_row",
+    "validate_queue",
+]
 
 _QUEUE = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")
 MAX_TAGS = 20
@@ -186,6 +193,41 @@ def build_job(
         trigger,
     )
 
+
+def build_args_job(
+    args: Any,
+    *,
+    default_queue: Callable[[str], str | None],
+    default_max_attempts: Callable[[str], int | None] = lambda _kind: None,
+    trigger: tuple[int, int, str, str] | None = None,
+) -> NewJob:
+    """``build_job(EnqueueRequest(args), ...)``, every option at its default, for less.
+
+    The usual insert of a batch or a follow-up spec: bare args, no request around
+    them, so none of the options needs checking.
+    """
+    kind = kind_of(args)
+    queue = validate_queue(default_queue(kind) or "default")
+    max_attempts = _check_int("max_attempts", default_max_attempts(kind) or 25, 1, 1000)
+    return _new_job(  # the fields in order
+        kind,
+        queue,
+        encode_args(args),
+        JobState.AVAILABLE,
+        _DEFAULT_PRIORITY,
+        max_attempts,
+        None,  # run_at
+        [],  # tags
+        "{}",  # metadata
+        None,  # unique_key
+        None,  # unique_states
+        "raise",  # on_conflict
+        None,  # ordering_key
+        trigger,
+    )
+
+
+_DEFAULT_PRIORITY: int = EnqueueRequest.__dataclass_fields__["priority"].default
 
 # build_job runs once per job of a batch; NewJob(...) would be twice as slow.
 _new_job = positional_constructor(NewJob)

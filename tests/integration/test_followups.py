@@ -131,6 +131,33 @@ async def test_two_specs_stack_in_registration_order(
     assert [f.args["user_id"] for f in follows] == [1, 2]
 
 
+@pytest.mark.parametrize("with_request", [False, True])
+async def test_followup_defaults_to_its_kinds_registered_queue_and_max_attempts(
+    aclient: wai.AsyncClient, with_request: bool
+) -> None:
+    @aclient.task(Signup, queue="q")
+    async def signup(job: wai.Job[Signup]) -> None:
+        return None
+
+    @aclient.task(Welcome, queue="mail", max_attempts=3)
+    async def welcome(job: wai.Job[Welcome]) -> None:
+        return None
+
+    if with_request:
+        aclient.on_completed_enqueue_with(
+            Signup, lambda a, j: wai.EnqueueRequest(Welcome(user_id=a.user_id), priority=1)
+        )
+    else:
+        aclient.on_completed_enqueue(Signup, lambda a, j: Welcome(user_id=a.user_id))
+    job = await aclient.insert(Signup(user_id=3))
+    (row,) = await claim(aclient)
+    await apply(aclient, [outcome(row, JobState.COMPLETED, "completed")])
+    (follow,) = await followups_of(aclient, job.id)
+    assert (follow.kind, follow.queue, follow.max_attempts) == ("welcome", "mail", 3)
+    assert follow.priority == (1 if with_request else 2)
+    assert follow.args == {"user_id": 3}
+
+
 async def test_with_form_overrides_insert_options(
     aclient: wai.AsyncClient, signup_task: None
 ) -> None:

@@ -8,7 +8,14 @@ import pytest
 
 from tests.factories import HOSTILE, SendEmail
 from wai.errors import SerializationError, ValidationError
-from wai.inserts import MAX_TAGS, EnqueueRequest, NewJob, build_job, validate_queue
+from wai.inserts import (
+    MAX_TAGS,
+    EnqueueRequest,
+    NewJob,
+    build_args_job,
+    build_job,
+    validate_queue,
+)
 from wai.job import JobState
 
 
@@ -39,6 +46,58 @@ def test_build_defaults() -> None:
     assert job.args == '{"to":"a@b.c","subject":"hello"}'
     assert job.ordering_key is None
     assert job.trigger is None
+
+
+@pytest.mark.parametrize(
+    ("queue_of", "max_of", "trigger"),
+    [
+        (no_default, lambda _k: None, None),
+        (lambda _k: "mail", lambda _k: 3, (7, 2, "completed", "spec")),
+    ],
+)
+def test_build_args_job_is_build_job_with_every_option_at_its_default(
+    queue_of: Callable[[str], str | None],
+    max_of: Callable[[str], int | None],
+    trigger: tuple[int, int, str, str] | None,
+) -> None:
+    for args in (SendEmail(to="a@b.c"), SendEmail(to=HOSTILE, subject="")):
+        fast = build_args_job(
+            args, default_queue=queue_of, default_max_attempts=max_of, trigger=trigger
+        )
+        full = build_job(
+            EnqueueRequest(args),
+            default_queue=queue_of,
+            default_max_attempts=max_of,
+            trigger=trigger,
+        )
+        assert fast == full
+
+
+@pytest.mark.parametrize(
+    ("args", "queue_of", "max_of"),
+    [
+        ({"to": "x"}, no_default, lambda _k: None),  # dict args need a kind
+        (SendEmail(to="a"), lambda _k: "bad queue!", lambda _k: None),
+        (SendEmail(to="a"), no_default, lambda _k: 0),  # not "or 25": 0 is falsy, 25 is used
+        (SendEmail(to="a"), no_default, lambda _k: 1001),
+    ],
+)
+def test_build_args_job_validates_like_build_job(
+    args: Any, queue_of: Callable[[str], str | None], max_of: Callable[[str], int | None]
+) -> None:
+    def outcome(fn: Callable[[], NewJob]) -> str:
+        try:
+            return repr(fn())
+        except ValidationError as exc:
+            return f"ValidationError: {exc}"
+
+    fast = outcome(
+        lambda: build_args_job(args, default_queue=queue_of, default_max_attempts=max_of)
+    )
+    full = outcome(
+        lambda: build_job(EnqueueRequest(args), default_queue=queue_of, default_max_attempts=max_of)
+    )
+    assert fast == full
 
 
 def test_build_every_option() -> None:

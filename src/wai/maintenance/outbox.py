@@ -114,7 +114,15 @@ class OutboxSweeper(PeriodicService):
                 ) from exc
             detail: dict[str, Any] = row["detail"] or {}
             new = [
-                evaluate(s, args, job, detail, default_queue=self._registry.queue_of) for s in todo
+                evaluate(
+                    s,
+                    args,
+                    job,
+                    detail,
+                    default_queue=self._registry.queue_of,
+                    default_max_attempts=self._registry.max_attempts_of,
+                )
+                for s in todo
             ]
-            await producer.insert_batch(conn, self._schema, new)
+            await producer.insert_followups(conn, self._schema, new)
         await db.outbox_delete(conn, self._schema, outbox_id=row["id"])
