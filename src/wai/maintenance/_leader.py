@@ -70,10 +70,14 @@ class Elector:
 
     async def run_forever(self) -> None:
         """Elect, renew and run services until cancelled; resign on the way out."""
+        election: asyncio.Task[bool] | None = None
         try:
             while True:
+                # Shielded: a cancel must not abandon an election whose statement the
+                # server may still commit, after the resign below has found nothing.
+                election = asyncio.ensure_future(self.attempt())
                 try:
-                    leading = await self.attempt()
+                    leading = await asyncio.shield(election)
                 except psycopg.Error as exc:
                     logger.warning("wai: leader election failed (%s)", exc)
                     leading = False
@@ -89,6 +93,13 @@ class Elector:
                 self.is_leader = leading
                 await asyncio.sleep(self._interval / 2)
         finally:
+            if election is not None and not election.done():
+                # let it end first (bounded: a lost server must not hold the shutdown)
+                await asyncio.wait({election}, timeout=5)
+                if not election.done():
+                    election.cancel()
+            if election is not None and election.done() and not election.cancelled():
+                election.exception()  # retrieved: its error was logged or is moot
             await self._stop_services()
             self.is_leader = False
             # Resign even when not (knowingly) leading: an election may have committed
