@@ -3,7 +3,7 @@
 Usage::
 
     .venv/bin/python bench/profile.py [--adapters wai,pgqueuer] [--only drain,followups]
-        [--concurrency 128] [--jobs 20000] [--top 12] [--pyinstrument DIR]
+        [--concurrency 128] [--jobs 20000] [--top 12] [--pyinstrument DIR] [-- RUN_OPTIONS]
 
 ``pg_stat_statements`` must be preloaded, which the shared server does not do, so this
 script starts a throwaway PostgreSQL cluster of its own: ``initdb`` into a temporary
@@ -12,9 +12,11 @@ directory (as the ``postgres`` OS user when run as root), default settings excep
 adapter and workload it resets the statistics, runs ``bench/run.py --runs 1`` for that one
 workload against the cluster, and prints the statements that took the most server time:
 calls, rows per call, mean and total execution time, share of the total, shared buffers
-dirtied and WAL bytes per call. Setup statements (schema, prefill) are in the same
-statistics; the table names them, so they are easy to tell apart from the claim and
-finalize path.
+dirtied and WAL bytes per call, one table per database that run.py created (one per
+workload run, in the order of the runs it logs: ``drain1m`` alternates with the plain
+drain). Setup statements (schema, prefill) are in the same tables; the statement column
+names them, so they are easy to tell apart from the claim and finalize path. Options
+after ``--`` go to run.py as they are (``-- --terminal-rows 400000``).
 
 ``--pyinstrument DIR`` also profiles wai's worker child between GO and STOP (the
 ``BENCH_PYINSTRUMENT`` variable of ``worker_wai.py``; needs ``pip install -e '.[bench]'``)
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import os
 import shutil
 import socket
@@ -40,12 +43,14 @@ import psycopg
 
 HERE = Path(__file__).resolve().parent
 
+# Per database of the run (run.py creates one per workload run, so its OID orders them),
+# leaving out what ran in the maintenance database (CREATE and DROP DATABASE).
 TOP_STATEMENTS = """
-SELECT calls, rows, total_exec_time, mean_exec_time, shared_blks_dirtied, wal_bytes,
+SELECT dbid, calls, rows, total_exec_time, mean_exec_time, shared_blks_dirtied, wal_bytes,
        regexp_replace(query, '\\s+', ' ', 'g')
 FROM pg_stat_statements
-WHERE calls > 0
-ORDER BY total_exec_time DESC
+WHERE calls > 0 AND dbid <> (SELECT oid FROM pg_database WHERE datname = 'postgres')
+ORDER BY dbid, total_exec_time DESC
 """
 
 
@@ -134,6 +139,7 @@ def main() -> None:
     p.add_argument("--jobs", type=int, default=20_000)
     p.add_argument("--top", type=int, default=12, help="statements shown per run")
     p.add_argument("--pyinstrument", metavar="DIR", help="profile wai's worker into DIR")
+    p.add_argument("run_args", nargs="*", help="after --: more options for run.py")
     opts = p.parse_args()
     env = dict(os.environ)
     if opts.pyinstrument:
@@ -149,7 +155,7 @@ def main() -> None:
                     sys.executable, str(HERE / "run.py"), "--database-url", url,
                     "--adapters", adapter, "--only", workload, "--runs", "1",
                     "--jobs", str(opts.jobs), "--concurrency", opts.concurrency,
-                    "--quiet-wait", "0",
+                    "--quiet-wait", "0", *opts.run_args,
                 ]  # fmt: skip
                 out = subprocess.run(cmd, env=env, capture_output=True, text=True)
                 if out.returncode != 0:
@@ -160,8 +166,10 @@ def main() -> None:
                 seconds = time.perf_counter() - started
                 print(f"\n== {adapter} · {workload} · concurrency {opts.concurrency} "
                       f"· {opts.jobs} jobs · {seconds:.0f} s with setup ==")  # fmt: skip
-                print("\n".join(ln for ln in out.stdout.splitlines() if "jobs/s" in ln))
-                print(report(rows, opts.top))
+                print("\n".join(ln for ln in out.stderr.splitlines() if " run " in ln))
+                for dbid, group in itertools.groupby(rows, key=lambda r: r[0]):
+                    print(f"-- database {dbid} (the runs above, in order)")
+                    print(report([r[1:] for r in group], opts.top))
 
 
 if __name__ == "__main__":

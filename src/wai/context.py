@@ -80,6 +80,8 @@ class AttemptState:
         #: Waits of a sync handler's thread, cancelled when the attempt is abandoned.
         self.sync_waits: set[concurrent.futures.Future[Any]] = set()
         self.abandoned = False
+        #: The thread call of a ``def`` handler that outlived its deadline, still running.
+        self.overrun: concurrent.futures.Future[Any] | None = None
 
     def abandon(self) -> None:
         """The attempt is over for the worker (deadline, shutdown): stop it cooperatively.

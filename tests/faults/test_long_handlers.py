@@ -11,9 +11,8 @@
   worker (heartbeats and outcomes included): maintenance in another process rescues it
   as ``deadline_exceeded``, and the late result its worker writes afterwards is fenced.
 
-- ``def`` handlers that ignore their deadline keep their threads: a later ``def`` attempt
-  that reaches its deadline while still queued for a thread must never start (fixed), and
-  should not time out unstarted at all (a known limit, pinned by a strict xfail).
+- ``def`` handlers that ignore their deadline keep their threads, and their slots with
+  them: the worker claims no job it has no thread for, so none times out unstarted.
 
 Where rescue matters, the maintenance leader is another process than the one running
 the long handler, so that rescue keeps running whatever happens to that worker's loop.
@@ -162,16 +161,20 @@ async def test_async_handler_blocking_its_loop_past_the_deadline_is_rescued_and_
     assert [await workers.stop(p) for p in (worker, leader)] == [0, 0], workers.output()
 
 
-async def _hog_the_threads(db: Db, workers: Workers, url: str) -> tuple[Any, list[int], int]:
-    """Fill a worker's thread pool with deadline-deaf sync handlers, then claim one more.
+async def test_a_deadline_deaf_sync_handler_keeps_its_slot_until_its_thread_ends(
+    database_url: str, workers: Workers
+) -> None:
+    """Fill a worker's slots and threads with deadline-deaf sync handlers, then add a job.
 
-    The worker serves ``hog=1``: one slot, and a pool of 4 threads (its minimum). Each
-    hog outlives its deadline, so its attempt is closed (failed: one attempt only) and
-    its slot freed, but its thread stays busy until the test releases it. Returns the
-    worker, the hogs, and a quick job claimed while all 4 threads are held.
+    The worker serves ``hog=4``: 4 slots and a pool of 4 threads. Each hog outlives its
+    deadline, so its attempt is closed (failed: one attempt only), but its thread stays
+    busy until the test releases it, and so does its slot: the worker must not claim a
+    job it has no thread for, which would reach its deadline unstarted.
     """
+    db = Db(database_url)
+    await db.install_probes()
     await db.rows("CREATE TABLE released (at timestamptz DEFAULT now())")
-    worker = await workers.spawn_ready(db, url, "hog=1", app="fault-hogged")
+    worker = await workers.spawn_ready(db, database_url, "hog=4", app="fault-hogged")
     hogs = await db.insert(
         wai.EnqueueRequest(Hog(hold=True), queue="hog", max_attempts=1) for _ in range(4)
     )
@@ -179,68 +182,28 @@ async def _hog_the_threads(db: Db, workers: Workers, url: str) -> tuple[Any, lis
     async def hogs_failed() -> bool:
         return await db.count("id = ANY(%s) AND state = 'failed'", (hogs,)) == len(hogs)
 
-    await wait_for(hogs_failed, 30, what="the hogs to pass their deadline", diagnose=workers.output)
-    assert await db.value("SELECT count(*) FROM late") == 0  # every thread still held
-    (quick,) = await db.insert([wai.EnqueueRequest(Hog(), queue="hog", max_attempts=1)])
-    return worker, hogs, quick
-
-
-async def test_sync_attempt_never_runs_after_its_attempt_closed_unstarted(
-    database_url: str, workers: Workers
-) -> None:
-    db = Db(database_url)
-    await db.install_probes()
-    worker, hogs, quick = await _hog_the_threads(db, workers, database_url)
-
-    async def settled() -> bool:
-        return await db.count("id = %s AND state IN ('failed', 'completed')", (quick,)) == 1
-
-    await wait_for(settled, 30, what="the quick job to settle", diagnose=workers.output)
-    await db.rows("INSERT INTO released DEFAULT VALUES")
+    try:
+        await wait_for(
+            hogs_failed, 30, what="the hogs to pass their deadline", diagnose=workers.output
+        )
+        assert await db.value("SELECT count(*) FROM late") == 0  # every thread still held
+        (quick,) = await db.insert([wai.EnqueueRequest(Hog(), queue="hog", max_attempts=1)])
+        # four deadlines' worth of waiting: with the slots freed it would have been
+        # claimed at once and failed unstarted after one
+        await asyncio.sleep(4 * DEADLINE)
+        assert await db.count("id = %s AND state = 'available'", (quick,)) == 1
+        assert await db.rows("SELECT run_lease FROM runs WHERE job_id = %s", (quick,)) == []
+    finally:
+        await db.rows("INSERT INTO released DEFAULT VALUES")
     await wait_for(
         lambda: _is(db.value("SELECT count(*) FROM late"), len(hogs)), 30, what="the hogs to end"
     )
-    # a sentinel behind it in the thread pool's queue: once it ran, anything queued
-    # before it has run too
-    (sentinel,) = await db.insert([wai.EnqueueRequest(Hog(), queue="hog")])
-    await wait_for(
-        lambda: _is(db.count("id = %s AND state = 'completed'", (sentinel,)), 1),
-        30,
-        what="the sentinel to complete",
-        diagnose=workers.output,
-    )
-    runs = await db.rows("SELECT run_lease, at FROM runs WHERE job_id = %s", (quick,))
-    closed = await db.rows(
-        "SELECT run_lease, state, at FROM finalizations WHERE job_id = %s", (quick,)
-    )
-    if await db.count("id = %s AND state = 'failed'", (quick,)):
-        # its attempt was closed before a thread was free: its handler must never run
-        assert runs == [], f"handler of a closed attempt ran later: {runs} after {closed}"
-    await check_contract(db, [*hogs, quick, sentinel], failed=[*hogs, quick] if not runs else hogs)
-    assert await workers.stop(worker) == 0, workers.output()
 
+    async def completed() -> bool:
+        return await db.count("id = %s AND state = 'completed'", (quick,)) == 1
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="a sync attempt queued behind deadline-overrunning threads times out unstarted:"
-    " the deadline clock starts when the handler is submitted to the thread pool, and a"
-    " claim slot is freed when the attempt is closed, not when its thread ends",
-)
-async def test_sync_attempt_does_not_time_out_before_its_handler_starts(
-    database_url: str, workers: Workers
-) -> None:
-    db = Db(database_url)
-    await db.install_probes()
-    worker, hogs, quick = await _hog_the_threads(db, workers, database_url)
-
-    async def settled() -> bool:
-        return await db.count("id = %s AND state IN ('failed', 'completed')", (quick,)) == 1
-
-    try:
-        await wait_for(settled, 30, what="the quick job to settle", diagnose=workers.output)
-    finally:
-        await db.rows("INSERT INTO released DEFAULT VALUES")
-    # the quick handler returns at once: it should run, and complete, on its only attempt
+    await wait_for(completed, 30, what="the quick job to complete", diagnose=workers.output)
+    # it ran once, on its only attempt, once a thread was free
+    assert await db.rows("SELECT run_lease FROM runs WHERE job_id = %s", (quick,)) == [(1,)]
     await check_contract(db, [*hogs, quick], failed=hogs)
     assert await workers.stop(worker) == 0, workers.output()

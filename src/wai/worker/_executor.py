@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
-import functools
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -43,7 +42,12 @@ def _consume(fut: asyncio.Future[Any]) -> None:
 
 
 async def _call(
-    fn: Any, job: Job[Any], is_async: bool, threads: ThreadPoolExecutor, deadline: float | None
+    fn: Any,
+    job: Job[Any],
+    state: AttemptState,
+    is_async: bool,
+    threads: ThreadPoolExecutor,
+    deadline: float | None,
 ) -> Any:
     if is_async:
         if deadline is None:
@@ -56,9 +60,9 @@ async def _call(
             if scope.expired():
                 raise _DeadlineExceeded from None
             raise  # the handler's own TimeoutError: an ordinary failure
-    loop = asyncio.get_running_loop()
     ctx = contextvars.copy_context()
-    fut = loop.run_in_executor(threads, functools.partial(ctx.run, fn, job))
+    call = threads.submit(ctx.run, fn, job)
+    fut = asyncio.wrap_future(call)
     if deadline is None:
         return await fut
     # A thread cannot be interrupted: past the deadline the attempt is recorded as
@@ -67,7 +71,10 @@ async def _call(
     if not done:
         fut.add_done_callback(_consume)  # the late result or error goes nowhere
         # Still queued behind busy threads? Then it never starts: its attempt is over.
-        fut.cancel()
+        # Running? Then its thread stays busy past the attempt: the caller keeps the
+        # slot taken until the thread ends (AttemptState.overrun).
+        if not call.cancel():
+            state.overrun = call
         raise _DeadlineExceeded
     return fut.result()
 
@@ -94,7 +101,7 @@ async def execute(
     job: Job[Any] = Job(row, args, state)
     deadline = task.deadline if task.deadline is not None else default_deadline
     try:
-        result = await _call(task.fn, job, task.is_async, threads, deadline)
+        result = await _call(task.fn, job, state, task.is_async, threads, deadline)
     except _DeadlineExceeded:
         state.abandon()
         timeout_error = TimeoutError(f"deadline of {deadline:g}s exceeded")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
 import time
@@ -42,6 +43,7 @@ class QueueProducer:
         self.config = config
         self.running = 0
         self.finishing = 0
+        self.overrunning = 0
         self.claims = 0
         # for the runtime record: when the last claim statement succeeded, and whether
         # the latest one failed (time.monotonic() seconds)
@@ -74,13 +76,31 @@ class QueueProducer:
         self.finishing -= 1
         self._freed.set()
 
+    def hold(self, call: concurrent.futures.Future[Any]) -> None:
+        """A ``def`` handler outlived its deadline: its attempt is over, but its thread
+        runs on, so its slot stays taken until ``call`` ends. The process then claims no
+        job it has no thread for (one that would time out while waiting for a thread)."""
+        self.overrunning += 1
+        loop = asyncio.get_running_loop()
+
+        def ended(_: concurrent.futures.Future[Any]) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nothing to free
+                loop.call_soon_threadsafe(self._unhold)
+
+        call.add_done_callback(ended)
+
+    def _unhold(self) -> None:
+        self.overrunning -= 1
+        self._freed.set()
+
     def free_slots(self) -> int:
-        """Slots to claim into: running handlers count, and so do outcomes beyond one
-        concurrency's worth per completion writer still waiting to be written, so
-        claims never outrun the finalizer by more than its writers can hold."""
+        """Slots to claim into: running handlers count, threads of handlers that
+        outlived their deadline too, and so do outcomes beyond one concurrency's worth
+        per completion writer still waiting to be written, so claims never outrun the
+        finalizer by more than its writers can hold."""
         concurrency = self.config.concurrency
         backlog = self.finishing - self._writers * concurrency
-        return concurrency - self.running - max(0, backlog)
+        return concurrency - self.running - self.overrunning - max(0, backlog)
 
     def stop(self) -> None:
         """Stop claiming; running attempts are not touched."""

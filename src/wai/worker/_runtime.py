@@ -298,6 +298,14 @@ class Runtime:
         finally:
             state.finished = time.monotonic()
             producer.release()
+            if state.overrun is not None:
+                logger.warning(
+                    "wai: job %s: its handler's thread runs on past the deadline and keeps "
+                    "its slot of queue %r until it returns (check job.is_cancelled())",
+                    row.id,
+                    producer.name,
+                )
+                producer.hold(state.overrun)
             state.release = producer.finalized
             self._handlers.pop(asyncio.current_task(), None)  # type: ignore[arg-type]
         self._finalizer.submit(outcome, state)
