@@ -1,6 +1,7 @@
 """Where a single insert's client CPU goes: psycopg alone, then the pool, then all of wai.
 
     .venv/bin/python bench/insert_cost.py [--url URL] [--inserts 3000] [--rounds 3]
+        [--pyinstrument FILE]
 
 Runs on a scratch database (created, migrated and dropped): the same prepared
 ``job_insert`` statement with the same parameters, (1) on one psycopg connection, (2)
@@ -8,6 +9,8 @@ through wai's pool with a cursor per insert, as wai does, (3) as ``client.insert
 which also builds and validates the job and the returned row. The three alternate, and
 each line shows the median round: jobs/s (one insert after another) and client CPU per
 insert (``getrusage``). The difference between (1) and (3) is what wai adds to the driver.
+``--pyinstrument FILE`` then runs (3) once more under pyinstrument (the bench extra) and
+writes its call tree to FILE.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import resource
 import statistics
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import psycopg
 from psycopg import sql
@@ -50,6 +54,7 @@ async def main() -> None:
     parser.add_argument("--url", default="postgresql://postgres@127.0.0.1:5432")
     parser.add_argument("--inserts", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--pyinstrument", metavar="FILE", help="profile client.insert too")
     opts = parser.parse_args()
     server = opts.url.rstrip("/")
     with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
@@ -90,6 +95,15 @@ async def main() -> None:
             rate = statistics.median(r for r, _ in runs)
             cpu = statistics.median(c for _, c in runs)
             print(f"{name:55s} {rate:7,.0f} jobs/s   client CPU {cpu:.3f} ms/insert")
+        if opts.pyinstrument:
+            from pyinstrument import Profiler  # the bench extra: pip install -e '.[bench]'
+
+            profiler = Profiler(interval=0.0002, async_mode="disabled")
+            profiler.start()
+            await _measure(opts.inserts, whole)
+            profiler.stop()
+            report = profiler.output_text(unicode=True, show_all=False)
+            Path(opts.pyinstrument).write_text(report)  # noqa: ASYNC240 - measuring is over
         await conn.close()
         await client.close()
     finally:

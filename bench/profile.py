@@ -105,7 +105,11 @@ def cluster() -> Iterator[str]:
 
 
 def _short(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+    """The start and the end of a statement: two that differ only in RETURNING differ here."""
+    if len(text) <= width:
+        return text
+    tail = width // 3
+    return text[: width - tail - 3] + " … " + text[-tail:]
 
 
 def report(rows: list[tuple[Any, ...]], top: int) -> str:
@@ -119,7 +123,7 @@ def report(rows: list[tuple[Any, ...]], top: int) -> str:
         lines.append(
             f"{calls:>7} {nrows / calls:>9.1f} {mean_ms:>8.3f} {total_ms:>9.1f} "
             f"{total_ms / total:>6.1%} {dirtied / calls:>12.1f} {int(wal) / calls:>10.0f}  "
-            f"{_short(query, 90)}"
+            f"{_short(query, 120)}"
         )
     rest = rows[top:]
     if rest:
