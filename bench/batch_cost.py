@@ -1,4 +1,4 @@
-"""Batch insert: wai's one-statement ``insert_many`` against ``COPY``, 1,000 jobs per call.
+"""Batch insert: wai's ``insert_many`` and ``copy_many`` against bare ``COPY``, 1,000 per call.
 
     .venv/bin/python bench/batch_cost.py [--url URL] [--batches 20] [--size 1000] [--rounds 3]
 
@@ -11,8 +11,10 @@ Runs on a scratch database (created, migrated and dropped). Each way inserts the
 2. ``COPY wai.jobs (...) FROM STDIN`` in text format, one ``write`` of the whole batch:
    no returned ids, no NOTIFY (a caller would have to send it), no unique-key handling.
 3. the same ``COPY``, one ``write_row`` per job.
+4. ``client.copy_many(items)``: (3) in a transaction with the NOTIFY of the jobs' queues,
+   its time including building the jobs.
 
-The three alternate, and each line shows the median round: jobs/s and client CPU per job
+The four alternate, and each line shows the median round: jobs/s and client CPU per job
 (``getrusage``). (2) is the most a ``COPY`` path could gain; what it gives up is listed above.
 """
 
@@ -122,10 +124,14 @@ async def main() -> None:
                     )
                     await copy.write_row(row)
 
+        async def copy_many(start: int) -> None:
+            await client.copy_many(items(start))
+
         ways = {
             "1 wai: client.insert_many (one statement, ids back)": statement,
             "2 COPY, text, one write per batch": copy_whole,
             "3 COPY, one write_row per job": copy_rows,
+            "4 wai: client.copy_many (COPY, a count back)": copy_many,
         }
         results: dict[str, list[tuple[float, float]]] = {name: [] for name in ways}
         for _ in range(opts.rounds):

@@ -40,6 +40,7 @@ __all__ = [
     "job_callback_unpark",
     "job_cancel",
     "job_claim",
+    "job_copy",
     "job_delete_finalized",
     "job_finalize_many",
     "job_finalize_many_ids",
@@ -50,6 +51,7 @@ __all__ = [
     "job_insert_many",
     "job_insert_many_ids",
     "job_list",
+    "job_notify_queues",
     "job_promote_due",
     "job_rescue",
     "job_retry",
@@ -316,6 +318,49 @@ async def job_insert_many_ids(
         else:
             out.append(None)
     return out
+
+
+async def job_copy(conn: AsyncConnection[Any], schema: str, jobs: Sequence[NewJob]) -> int:
+    """COPY ``jobs`` (none with a unique key) into the jobs table; the rows written.
+
+    Two COPY statements when some jobs carry a ``run_at`` and others take the default.
+    """
+    written = 0
+    async with conn.cursor() as cur:
+        for name, scheduled in (("job_copy", False), ("job_copy_scheduled", True)):
+            group = [job for job in jobs if (job.run_at is not None) is scheduled]
+            if not group:
+                continue
+            async with cur.copy(query(name, schema)) as copy:
+                for job in group:
+                    row = _copy_row(job)
+                    await copy.write_row((*row, job.run_at) if scheduled else row)
+            written += cur.rowcount
+    return written
+
+
+def _copy_row(job: NewJob) -> tuple[Any, ...]:
+    """The job_copy columns of ``job``, in their order."""
+    assert job.unique_key is None, "COPY cannot check unique keys"
+    assert job.trigger is None, "follow-ups are inserted with their outcome, never copied"
+    return (
+        job.kind,
+        job.queue,
+        job.args,
+        str(job.state),  # a JobState (a str enum) from build_job
+        job.priority,
+        job.max_attempts,
+        job.tags,
+        job.metadata,
+        job.ordering_key,
+    )
+
+
+async def job_notify_queues(conn: AsyncConnection[Any], schema: str, queues: list[str]) -> None:
+    """NOTIFY each of ``queues`` on the schema's channel (at commit)."""
+    await conn.execute(
+        query("job_notify_queues", schema), {"channel": channel(schema), "queues": queues}
+    )
 
 
 async def job_get_by_unique_key(

@@ -10,11 +10,11 @@ from psycopg import Connection
 
 from wai import _db as db
 from wai._translate import translate_errors
-from wai.errors import UniqueConflict
+from wai.errors import UniqueConflict, ValidationError
 from wai.inserts import NewJob
-from wai.job import JobRow
+from wai.job import JobRow, JobState
 
-__all__ = ["insert_batch", "insert_followups", "insert_one"]
+__all__ = ["copy_batch", "insert_batch", "insert_followups", "insert_one"]
 
 
 def _conflict(job: NewJob, existing: JobRow | None) -> UniqueConflict:
@@ -76,3 +76,25 @@ def insert_followups(conn: Connection[Any], schema: str, jobs: Sequence[NewJob])
             if row is None and job.on_conflict == "raise":
                 assert job.unique_key is not None
                 raise _conflict(job, db.job_get_by_unique_key(conn, schema, job.unique_key))
+
+
+def copy_batch(conn: Connection[Any], schema: str, jobs: Sequence[NewJob]) -> int:
+    """COPY ``jobs`` and wake their queues on ``conn``; call it inside a transaction.
+
+    Raises :class:`wai.ValidationError` before writing anything when a job has a unique
+    key (COPY cannot skip or report a held key: use ``insert_many``).
+    """
+    for job in jobs:
+        if job.unique_key is not None:
+            raise ValidationError(
+                f"copy_many cannot take unique jobs ({job.kind!r} has unique=...): "
+                "COPY has no ON CONFLICT; insert them with insert_many"
+            )
+    if not jobs:
+        return 0
+    with translate_errors(schema):
+        written = db.job_copy(conn, schema, jobs)
+        waking = sorted({job.queue for job in jobs if job.state == JobState.AVAILABLE})
+        if waking:
+            db.job_notify_queues(conn, schema, waking)
+    return written

@@ -96,6 +96,26 @@ RETURNING
     id, run_at, created_at, unique_key,
     CASE WHEN state = 'available' THEN pg_notify(%(channel)s, queue) END;
 
+-- name: job_copy :exec
+-- Bulk-load jobs with COPY (client.copy_many), one row per job in this column order, in
+-- COPY's text format; run_at takes its default, now(). There is no RETURNING and no ON
+-- CONFLICT: a job with a unique key never comes here, and the caller wakes the queues
+-- (job_notify_queues) in the same transaction.
+COPY {schema}.jobs (
+    kind, queue, args, state, priority, max_attempts, tags, metadata, ordering_key
+) FROM STDIN;
+
+-- name: job_copy_scheduled :exec
+-- job_copy for jobs that carry their own run_at (scheduled ones): the same columns, then it.
+COPY {schema}.jobs (
+    kind, queue, args, state, priority, max_attempts, tags, metadata, ordering_key, run_at
+) FROM STDIN;
+
+-- name: job_notify_queues :exec
+-- Wake the workers of these queues (each once), at commit: what the insert statements'
+-- RETURNING does for the rows they insert.
+SELECT pg_notify(%(channel)s, q) FROM unnest(%(queues)s::text[]) AS q;
+
 -- name: job_insert_many_unique :many
 -- job_insert_many for batches with a unique job: the same statement plus ON CONFLICT, so
 -- that a row whose unique key is held inserts nothing. Keep the two in step.
