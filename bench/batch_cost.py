@@ -22,13 +22,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import resource
-import statistics
-import time
-from collections.abc import Awaitable, Callable
 
-import psycopg
 from psycopg import sql
+from scratch import measure, print_medians, scratch_database
 from wai_jobs import Noop
 
 import wai
@@ -36,11 +32,6 @@ from wai.inserts import NewJob
 
 SCRATCH = "wai_batch_cost"
 COLUMNS = ("kind", "queue", "args", "state", "priority", "max_attempts")
-
-
-def _cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def _text_field(value: object) -> str:
@@ -57,30 +48,15 @@ def _copy_text(jobs: list[NewJob]) -> str:
     )
 
 
-async def _measure(
-    batches: int, size: int, fn: Callable[[int], Awaitable[None]]
-) -> tuple[float, float]:
-    cpu, t = _cpu(), time.perf_counter()
-    for b in range(batches):
-        await fn(b * size)
-    elapsed, used = time.perf_counter() - t, _cpu() - cpu
-    return batches * size / elapsed, used / (batches * size) * 1000
-
-
 async def main() -> None:
-    """Measure and print the three ways."""
+    """Measure and print the four ways."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--url", default="postgresql://postgres@127.0.0.1:5432")
     parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--size", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
     opts = parser.parse_args()
-    server = opts.url.rstrip("/")
-    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(SCRATCH)))
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(SCRATCH)))
-    url = f"{server}/{SCRATCH}"
-    try:
+    with scratch_database(opts.url, SCRATCH) as url:
         client = wai.AsyncClient(url)
         await client.open()
         await client.migrate()
@@ -136,11 +112,8 @@ async def main() -> None:
         results: dict[str, list[tuple[float, float]]] = {name: [] for name in ways}
         for _ in range(opts.rounds):
             for name, fn in ways.items():
-                results[name].append(await _measure(opts.batches, opts.size, fn))
-        for name, runs in results.items():
-            rate = statistics.median(r for r, _ in runs)
-            cpu = statistics.median(c for _, c in runs)
-            print(f"{name:52s} {rate:8,.0f} jobs/s   client CPU {cpu:.4f} ms/job")
+                results[name].append(await measure(opts.batches, opts.size, fn))
+        print_medians(results, 52, 4)
         async with client.connection() as conn:
             cur = await conn.execute(
                 sql.SQL("SELECT count(*) FROM {}.jobs").format(sql.Identifier(client.schema))
@@ -149,9 +122,6 @@ async def main() -> None:
         expected = opts.rounds * len(ways) * opts.batches * opts.size
         print(f"rows stored: {stored:,} (expected {expected:,})")
         await client.close()
-    finally:
-        with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(SCRATCH)))
 
 
 if __name__ == "__main__":

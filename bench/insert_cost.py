@@ -17,15 +17,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import resource
-import statistics
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import psycopg
-from psycopg import sql
 from psycopg.rows import tuple_row
+from scratch import measure, print_medians, scratch_database
 from wai_jobs import Noop
 
 import wai
@@ -33,19 +29,6 @@ from wai._db_async import _job_params, channel  # pyright: ignore[reportPrivateU
 from wai._sql import query
 
 SCRATCH = "wai_insert_cost"
-
-
-def _cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-async def _measure(n: int, fn: Callable[[int], Awaitable[None]]) -> tuple[float, float]:
-    cpu, t = _cpu(), time.perf_counter()
-    for i in range(n):
-        await fn(i)
-    elapsed, used = time.perf_counter() - t, _cpu() - cpu
-    return n / elapsed, used / n * 1000
 
 
 async def main() -> None:
@@ -56,12 +39,7 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pyinstrument", metavar="FILE", help="profile client.insert too")
     opts = parser.parse_args()
-    server = opts.url.rstrip("/")
-    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(SCRATCH)))
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(SCRATCH)))
-    url = f"{server}/{SCRATCH}"
-    try:
+    with scratch_database(opts.url, SCRATCH) as url:
         client = wai.AsyncClient(url)
         await client.open()
         await client.migrate()
@@ -90,25 +68,19 @@ async def main() -> None:
         results: dict[str, list[tuple[float, float]]] = {name: [] for name in ways}
         for _ in range(opts.rounds):
             for name, fn in ways.items():
-                results[name].append(await _measure(opts.inserts, fn))
-        for name, runs in results.items():
-            rate = statistics.median(r for r, _ in runs)
-            cpu = statistics.median(c for _, c in runs)
-            print(f"{name:55s} {rate:7,.0f} jobs/s   client CPU {cpu:.3f} ms/insert")
+                results[name].append(await measure(opts.inserts, 1, fn))
+        print_medians(results, 55, 3)
         if opts.pyinstrument:
             from pyinstrument import Profiler  # the bench extra: pip install -e '.[bench]'
 
             profiler = Profiler(interval=0.0002, async_mode="disabled")
             profiler.start()
-            await _measure(opts.inserts, whole)
+            await measure(opts.inserts, 1, whole)
             profiler.stop()
             report = profiler.output_text(unicode=True, show_all=False)
             Path(opts.pyinstrument).write_text(report)  # noqa: ASYNC240 - measuring is over
         await conn.close()
         await client.close()
-    finally:
-        with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(SCRATCH)))
 
 
 if __name__ == "__main__":
