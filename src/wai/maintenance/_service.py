@@ -8,6 +8,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Collection
 from typing import Any
 
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+
 __all__ = ["PeriodicService", "stop_tasks"]
 
 logger = logging.getLogger("wai.maintenance")
@@ -34,12 +37,17 @@ async def stop_tasks(tasks: Collection[asyncio.Task[Any]], *, retry: float = 5.0
 
 
 class PeriodicService(ABC):
-    """Runs ``run_once`` every ``interval`` seconds until cancelled.
+    """Runs ``run_once`` every ``interval`` seconds until cancelled, on ``pool`` and ``schema``.
 
     Tests call ``run_once`` directly and never wait on the loop.
     """
 
-    interval: float
+    def __init__(
+        self, pool: AsyncConnectionPool[AsyncConnection[Any]], schema: str, *, interval: float
+    ) -> None:
+        self.interval = interval
+        self._pool = pool
+        self._schema = schema
 
     @abstractmethod
     async def run_once(self) -> object:

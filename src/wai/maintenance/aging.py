@@ -42,9 +42,7 @@ class Aging(PeriodicService):
         batch_size: int = 1000,
         max_batches: int = 32,
     ) -> None:
-        self.interval = interval
-        self._pool = pool
-        self._schema = schema
+        super().__init__(pool, schema, interval=interval)
         self._batch_size = batch_size
         self._max_batches = max_batches
 

@@ -57,9 +57,7 @@ class Analyzer(PeriodicService):
     def __init__(
         self, pool: AsyncConnectionPool[AsyncConnection[Any]], schema: str, *, interval: float
     ) -> None:
-        self.interval = interval
-        self._pool = pool
-        self._schema = schema
+        super().__init__(pool, schema, interval=interval)
         self._refused = False
 
     async def run_once(self) -> AnalyzerResult:

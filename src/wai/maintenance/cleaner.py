@@ -67,9 +67,7 @@ class Cleaner(PeriodicService):
         batch_size: int = 1000,
         max_batches: int = 32,
     ) -> None:
-        self.interval = interval
-        self._pool = pool
-        self._schema = schema
+        super().__init__(pool, schema, interval=interval)
         self._completed = completed
         self._failed = failed
         self._cancelled = cancelled

@@ -47,9 +47,7 @@ class CronFirer(PeriodicService):
     def __init__(
         self, pool: AsyncConnectionPool[AsyncConnection[Any]], schema: str, *, interval: float
     ) -> None:
-        self.interval = interval
-        self._pool = pool
-        self._schema = schema
+        super().__init__(pool, schema, interval=interval)
         self._warned: set[tuple[str, str, str]] = set()
 
     async def run_once(self, now: datetime | None = None) -> CronResult:

@@ -49,9 +49,7 @@ class OutboxSweeper(PeriodicService):
         interval: float,
         batch_size: int = 100,
     ) -> None:
-        self.interval = interval
-        self._pool = pool
-        self._schema = schema
+        super().__init__(pool, schema, interval=interval)
         self._registry = registry
         self._batch_size = batch_size
 

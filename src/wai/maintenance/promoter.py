@@ -32,9 +32,7 @@ class Promoter(PeriodicService):
         interval: float,
         batch_size: int = 4096,
     ) -> None:
-        self.interval = interval
-        self._pool = pool
-        self._schema = schema
+        super().__init__(pool, schema, interval=interval)
         self._batch_size = batch_size
 
     async def run_once(self) -> PromoterResult:

@@ -42,9 +42,7 @@ class InstanceReaper(PeriodicService):
         record_interval: float,
         min_age: float = MIN_AGE,
     ) -> None:
-        self.interval = interval
-        self._pool = pool
-        self._schema = schema
+        super().__init__(pool, schema, interval=interval)
         self._record_interval = record_interval
         self._min_age = min_age
 

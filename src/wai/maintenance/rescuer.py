@@ -48,9 +48,7 @@ class Rescuer(PeriodicService):
         batch_size: int = 1000,
         on_rescued: Callable[[Sequence[tuple[JobRow, str]]], None] | None = None,
     ) -> None:
-        self.interval = interval
-        self._pool = pool
-        self._schema = schema
+        super().__init__(pool, schema, interval=interval)
         self._staleness = staleness
         self._deadline_grace = deadline_grace
         self._batch_size = batch_size
