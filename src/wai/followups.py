@@ -105,24 +105,25 @@ def evaluate(
         raise FollowUpError(
             f"follow-up spec {spec.name!r} returned an awaitable: closures must be plain functions"
         )
+    if spec.with_request:
+        if not isinstance(result, EnqueueRequest):
+            raise FollowUpError(
+                f"follow-up spec {spec.name!r} must return wai.EnqueueRequest, "
+                f"got {type(result).__name__}"
+            )
+    elif result is None or isinstance(result, EnqueueRequest | bool | int | float | str):
+        raise FollowUpError(
+            f"follow-up spec {spec.name!r} must return job args "
+            f"(a dataclass, pydantic model, msgspec struct), got {type(result).__name__}"
+        )
     trigger = (job.id, job.run_lease, spec.outcome, spec.name)
     try:
         if spec.with_request:
-            if not isinstance(result, EnqueueRequest):
-                raise FollowUpError(
-                    f"follow-up spec {spec.name!r} must return wai.EnqueueRequest, "
-                    f"got {type(result).__name__}"
-                )
             return build_job(
                 result,
                 default_queue=default_queue,
                 default_max_attempts=default_max_attempts,
                 trigger=trigger,
-            )
-        if result is None or isinstance(result, EnqueueRequest | bool | int | float | str):
-            raise FollowUpError(
-                f"follow-up spec {spec.name!r} must return job args "
-                f"(a dataclass, pydantic model, msgspec struct), got {type(result).__name__}"
             )
         return build_args_job(
             result,
@@ -130,8 +131,6 @@ def evaluate(
             default_max_attempts=default_max_attempts,
             trigger=trigger,
         )
-    except FollowUpError:
-        raise
     except (ValidationError, WaiError) as exc:
         raise FollowUpError(f"follow-up spec {spec.name!r} returned bad args: {exc}") from exc
 

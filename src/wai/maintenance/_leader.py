@@ -93,13 +93,11 @@ class Elector:
                 self.is_leader = leading
                 await asyncio.sleep(self._interval / 2)
         finally:
-            if election is not None and not election.done():
+            if election is not None:
                 # let it end first (bounded: a lost server must not hold the shutdown)
                 await asyncio.wait({election}, timeout=5)
-                if not election.done():
-                    election.cancel()
-            if election is not None and election.done() and not election.cancelled():
-                election.exception()  # retrieved: its error was logged or is moot
+                election.cancel()  # nothing when it ended
+                election.add_done_callback(_retrieve)
             await self._stop_services()
             self.is_leader = False
             # Resign even when not (knowingly) leading: an election may have committed
@@ -118,3 +116,9 @@ class Elector:
         # stopping, and the elector then ran (and led) on, hanging the shutdown.
         await stop_tasks(self._tasks)
         self._tasks = []
+
+
+def _retrieve(task: asyncio.Task[bool]) -> None:
+    """Mark an abandoned election's outcome as seen: its error was logged or is moot."""
+    if not task.cancelled():
+        task.exception()
