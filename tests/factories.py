@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, LiteralString
 
 import msgspec
@@ -121,7 +121,11 @@ def bad_inserts() -> list[Any]:
         p({"s": {1, 2}}, {"kind": "k"}, SerializationError, id="set-in-args"),
         p({"at": datetime.now(UTC)}, {"kind": "k"}, SerializationError, id="datetime-in-dict"),
         p({"x": math.nan}, {"kind": "k"}, SerializationError, id="nan-in-args"),
-        p({"s": "\ud800"}, {"kind": "k"}, SerializationError, id="lone-surrogate-in-args"),
+        p({"s": "\ud800"}, {"kind": "k"}, ValidationError, id="lone-surrogate-in-args"),
+        p({"n": [{"d": "\x00"}]}, {"kind": "k"}, ValidationError, id="nul-nested-in-args"),
+        p(SendEmail(to="\udfff"), {}, ValidationError, id="lone-surrogate-in-flat-args"),
+        p(ok, {"metadata": {"\ud800": 1}}, ValidationError, id="lone-surrogate-metadata-key"),
+        p(ok, {"ordering_key": "\ud800"}, ValidationError, id="lone-surrogate-ordering-key"),
         p(ok, {"tags": ["\udc00"]}, ValidationError, id="lone-surrogate-in-tag"),
         p(ok, {"metadata": {"b": b"x"}}, SerializationError, id="bytes-in-metadata"),
         p(ok, {"metadata": ["not", "a", "dict"]}, ValidationError, id="metadata-not-dict"),
@@ -146,5 +150,17 @@ def bad_inserts() -> list[Any]:
             {"run_at": datetime.now() + timedelta(hours=1)},  # naive: the point
             ValidationError,
             id="naive-run-at",
+        ),
+        p(
+            ok,
+            {"run_at": datetime.max.replace(tzinfo=timezone(timedelta(hours=-5)))},
+            ValidationError,
+            id="run-at-beyond-year-9999-utc",
+        ),
+        p(
+            ok,
+            {"run_at": datetime.min.replace(tzinfo=timezone(timedelta(hours=5)))},
+            ValidationError,
+            id="run-at-before-year-1-utc",
         ),
     ]

@@ -22,6 +22,7 @@ from wai._dlq import DlqMixin
 from wai._json import configure_sync
 from wai._registration import RegistrationMixin
 from wai._sql import validate_schema
+from wai._storable import check_text
 from wai._translate import translate_errors
 from wai.admin import (
     CANCELLABLE_STATES,
@@ -345,6 +346,9 @@ class ClientBase(RegistrationMixin, CallbackMixin, DlqMixin, CronMixin):
                 ) from None
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
             raise ValidationError(f"limit must be 1..10000, got {limit!r}")
+        for name, value in (("kind", kind), ("queue", queue), ("tag", tag)):
+            if value is not None:
+                check_text(value, name)
         with self.connection() as conn:
             with translate_errors(self.schema):
                 return db.job_list(

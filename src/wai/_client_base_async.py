@@ -21,6 +21,7 @@ from wai._dlq_async import AsyncDlqMixin
 from wai._json import configure_async
 from wai._registration import RegistrationMixin
 from wai._sql import validate_schema
+from wai._storable import check_text
 from wai._translate import translate_errors
 from wai.admin import (
     CANCELLABLE_STATES,
@@ -344,6 +345,9 @@ class AsyncClientBase(RegistrationMixin, AsyncCallbackMixin, AsyncDlqMixin, Asyn
                 ) from None
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
             raise ValidationError(f"limit must be 1..10000, got {limit!r}")
+        for name, value in (("kind", kind), ("queue", queue), ("tag", tag)):
+            if value is not None:
+                check_text(value, name)
         async with self.connection() as conn:
             with translate_errors(self.schema):
                 return await db.job_list(

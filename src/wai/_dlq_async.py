@@ -14,7 +14,7 @@ from wai._translate import translate_errors
 from wai.admin import check_job_id
 from wai.dlq import DlqEntry, DlqFilter, check_reason, decode_cursor
 from wai.errors import InvalidStateError, JobNotFound, UniqueConflict, ValidationError
-from wai.inserts import validate_queue
+from wai.inserts import check_run_at, validate_queue
 from wai.job import JobRow
 
 __all__ = ["AsyncDlqMixin"]
@@ -34,8 +34,8 @@ def _check_target(queue: str | None, priority: int | None, run_at: datetime | No
         validate_queue(queue)
     if priority is not None:
         _check_limit("priority", priority, 4)
-    if run_at is not None and (not isinstance(run_at, datetime) or run_at.tzinfo is None):
-        raise ValidationError(f"run_at must be a timezone-aware datetime, got {run_at!r}")
+    if run_at is not None:
+        check_run_at(run_at)
 
 
 class AsyncDlqMixin:

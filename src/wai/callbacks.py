@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from uuid import UUID
 
+from wai._storable import check_text
 from wai.errors import CallbackNotFound, ValidationError
 from wai.job import JobRow, JobState
 from wai.kinds import dumps
@@ -132,6 +133,7 @@ def _compile(name: str, text: object) -> str | None:
         raise ValidationError(f"callback {name} must be a CEL expression (a non-empty string)")
     if len(text) > _MAX_EXPRESSION:
         raise ValidationError(f"callback {name} is longer than {_MAX_EXPRESSION} characters")
+    check_text(text, f"callback {name}")
     celpy = _celpy()
     env = _environment()
     try:
@@ -336,7 +338,7 @@ def check_error(error: object) -> str:
     """The error text of ``fail_external``: a string that jsonb accepts."""
     if not isinstance(error, str):
         raise ValidationError(f"error must be a string, got {type(error).__name__}")
-    dumps(error, "error")
+    check_text(error, "error")
     return error
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
+from wai._storable import check_text
 from wai.errors import ValidationError
 from wai.inserts import validate_queue
 from wai.job import JobRow
@@ -70,8 +71,10 @@ class DlqFilter:
             validate_queue(self.queue)
         for name in ("kind", "tag", "reason"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, str) or not 1 <= len(value) <= 200):
-                raise ValidationError(f"{name} filter must be 1-200 characters, got {value!r}")
+            if value is not None:
+                if not isinstance(value, str) or not 1 <= len(value) <= 200:
+                    raise ValidationError(f"{name} filter must be 1-200 characters, got {value!r}")
+                check_text(value, name)
 
     @property
     def empty(self) -> bool:
@@ -92,9 +95,10 @@ class DlqFilter:
 
 
 def check_reason(reason: object) -> str:
-    """Return ``reason`` if it can label an entry (1-200 characters)."""
+    """Return ``reason`` if it can label an entry (1-200 storable characters)."""
     if not isinstance(reason, str) or not 1 <= len(reason) <= 200:
         raise ValidationError(f"a dead-letter reason is 1-200 characters, got {reason!r}")
+    check_text(reason, "reason")
     return reason
 
 

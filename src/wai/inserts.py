@@ -11,6 +11,7 @@ from typing import Any, cast
 
 from wai._json import loads
 from wai._slots import positional_constructor
+from wai._storable import check_text
 from wai.errors import ValidationError
 from wai.job import JobRow, JobState, Trigger
 from wai.kinds import dumps, encode_args, kind_of
@@ -21,6 +22,7 @@ __all__ = [
     "NewJob",
     "build_args_job",
     "build_job",
+    "check_run_at",
     "inserted_row",
     "validate_queue",
 ]
@@ -94,15 +96,26 @@ def _check_int(name: str, value: object, low: int, high: int) -> int:
     return value
 
 
-def _storable(text: str) -> bool:
-    """Whether PostgreSQL can store ``text``: no NUL byte, valid UTF-8 (no lone surrogate)."""
-    if "\x00" in text:
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+#: The earliest and latest ``run_at`` accepted: Python's datetime range less a day, so
+#: the stored time reads back in any session time zone (PostgreSQL itself stores more).
+MIN_RUN_AT = datetime(1, 1, 2, tzinfo=UTC)
+MAX_RUN_AT = datetime(9999, 12, 30, tzinfo=UTC)
+
+
+def check_run_at(run_at: object, field: str = "run_at") -> datetime:
+    """Return ``run_at`` if it is a timezone-aware datetime wai can store and read back."""
+    if not isinstance(run_at, datetime):
+        raise ValidationError(f"{field} must be a datetime, got {type(run_at).__name__}")
+    if run_at.utcoffset() is None:
+        raise ValidationError(
+            f"{field} must be timezone-aware: use datetime.now(UTC) + timedelta(...)"
+        )
+    if not MIN_RUN_AT <= run_at <= MAX_RUN_AT:
+        raise ValidationError(
+            f"{field} must lie between {MIN_RUN_AT:%Y-%m-%d} and {MAX_RUN_AT:%Y-%m-%d} UTC, "
+            f"got {run_at.isoformat()}"
+        )
+    return run_at
 
 
 def _check_tags(tags: Iterable[str]) -> list[str]:
@@ -111,11 +124,10 @@ def _check_tags(tags: Iterable[str]) -> list[str]:
     out = list(tags)
     if len(out) > MAX_TAGS:
         raise ValidationError(f"at most {MAX_TAGS} tags per job, got {len(out)}")
-    for tag in out:
-        if not isinstance(tag, str) or not 1 <= len(tag) <= 255 or not _storable(tag):
-            raise ValidationError(
-                f"invalid tag {tag!r}: use 1-255 characters, no NUL byte or lone surrogate"
-            )
+    for i, tag in enumerate(out):
+        if not isinstance(tag, str) or not 1 <= len(tag) <= 255:
+            raise ValidationError(f"invalid tag {tag!r}: use 1-255 characters")
+        check_text(tag, f"tags[{i}]")
     return out
 
 
@@ -151,16 +163,9 @@ def build_job(
         raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
     run_at = request.run_at
     if run_at is not None:
-        if not isinstance(run_at, datetime):
-            raise ValidationError(f"run_at must be a datetime, got {type(run_at).__name__}")
-        if run_at.tzinfo is None:
-            raise ValidationError(
-                "run_at must be timezone-aware: use datetime.now(UTC) + timedelta(...)"
-            )
-    if request.ordering_key is not None and (
-        not isinstance(request.ordering_key, str) or not _storable(request.ordering_key)
-    ):
-        raise ValidationError("ordering_key must be a string without NUL bytes or lone surrogates")
+        check_run_at(run_at)
+    if request.ordering_key is not None:
+        check_text(request.ordering_key, "ordering_key")
     key: bytes | None = None
     states: list[str] | None = None
     on_conflict = "raise"

@@ -12,6 +12,7 @@ from typing import Any, cast
 
 import orjson
 
+from wai._storable import check_json
 from wai.errors import SerializationError, ValidationError
 
 __all__ = ["decode_args", "dumps", "encode_args", "kind_of", "snake_case", "validate_kind"]
@@ -114,19 +115,6 @@ def _to_builtins(args: object) -> dict[str, Any]:
     )
 
 
-def _no_nul(value: object, path: str) -> None:
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise ValidationError(f"{path} contains a NUL byte, which PostgreSQL cannot store")
-    elif isinstance(value, dict):
-        for k, v in cast(dict[str, Any], value).items():
-            _no_nul(k, path)
-            _no_nul(v, f"{path}.{k}")
-    elif isinstance(value, list | tuple):
-        for i, v in enumerate(cast(list[Any], value)):
-            _no_nul(v, f"{path}[{i}]")
-
-
 def _reject(value: object) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
@@ -137,22 +125,29 @@ _ENCODER = json.JSONEncoder(
 
 
 def dumps(value: object, what: str = "args") -> str:
-    """Encode ``value`` as compact JSON that PostgreSQL's jsonb accepts."""
+    """Encode ``value`` as compact JSON that PostgreSQL's jsonb accepts.
+
+    Raises :class:`wai.SerializationError` for what JSON cannot hold, and
+    :class:`wai.ValidationError` naming the path of a string or key PostgreSQL cannot
+    store (a NUL byte, a lone surrogate): see :mod:`wai._storable`.
+    """
     try:
         text = _ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         raise SerializationError(f"{what} cannot be encoded as JSON: {exc}") from exc
+    # The encoded text is checked, not the value: one scan of a string in C. The encoder
+    # writes NUL as the escape \u0000 (a literal backslash-u0000 also matches: the walk
+    # then finds nothing), and leaves a lone surrogate as it is, which only a non-ASCII
+    # text can hold.
     if "\\u0000" in text:
-        _no_nul(value, what)
-    if text.isascii():  # O(1) in CPython; ASCII holds no lone surrogate
+        check_json(value, what)
+    if text.isascii():  # O(1) in CPython
         return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:  # a lone surrogate such as "\ud800"
-        raise SerializationError(
-            f"{what} cannot be encoded as UTF-8: {exc.object[exc.start : exc.end]!r} "
-            "is a lone surrogate"
-        ) from exc
+        check_json(value, what)  # raises, naming where it is
+        raise SerializationError(f"{what} cannot be encoded as UTF-8: {exc}") from exc
     return text
 
 
@@ -165,9 +160,10 @@ def _dumps_flat(data: dict[str, Any]) -> str | None:
 
     For these values orjson writes what the stdlib encoder would, up to how a float's
     exponent is spelled (the same number to jsonb, and unique keys re-encode args
-    canonically), several times faster. It would write NaN and infinities as null, refuses
-    integers beyond 64 bits and lone surrogates, and escapes NUL: those go the stdlib way,
-    which stores or rejects them exactly as before.
+    canonically), several times faster. It would write NaN and infinities as null and
+    refuses integers beyond 64 bits: those go the stdlib way, which stores or rejects them
+    exactly as before. A NUL byte (which orjson escapes) and a lone surrogate (which it
+    refuses) are refused here, naming the field.
     """
     for value in data.values():
         if type(value) is float and not math.isfinite(value):
@@ -176,9 +172,12 @@ def _dumps_flat(data: dict[str, Any]) -> str | None:
             return None
     try:
         text = orjson.dumps(data).decode()
-    except orjson.JSONEncodeError:
+    except orjson.JSONEncodeError:  # of flat values, only a lone surrogate
+        check_json(data, "args")  # raises, naming the field
         return None
-    return None if "\\u0000" in text else text
+    if "\\u0000" in text:  # orjson escapes NUL; a literal backslash-u0000 matches too
+        check_json(data, "args")
+    return text
 
 
 def encode_args(args: object) -> str:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from wai._text import storable
 from wai.errors import FollowUpError, TerminalError
 from wai.job import JobState
 from wai.results import CallbackToken, Cancel, RetryAfter, Snooze, WaitForCallback
@@ -41,13 +42,18 @@ class Outcome:
 
 
 def describe_exception(exc: BaseException, *, limit: int = 10) -> str:
-    """``"<Type>: <message>"`` plus the last ``limit`` traceback lines."""
+    """``"<Type>: <message>"`` plus the last ``limit`` traceback lines.
+
+    The text is made storable (:func:`wai._text.storable`): a NUL byte in the message
+    is recorded as ``\\x00`` and a lone surrogate as its backslash escape, so the
+    error is kept, readable, instead of failing the write of the job's outcome.
+    """
     head = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, FollowUpError):
-        return head  # names the spec and the closure's exception; wai's frames add nothing
+        return storable(head)  # names the spec and the closure's exception; no wai frames
     tb = traceback.format_exception(exc)
     lines = "".join(tb).rstrip().splitlines()[-limit - 1 : -1]
-    return head + ("\n" + "\n".join(lines) if lines else "")
+    return storable(head + ("\n" + "\n".join(lines) if lines else ""))
 
 
 def _fail_or_retry(
@@ -122,13 +128,15 @@ def decide(
             attempt_delta=-1,
         )
     if isinstance(result, Cancel):
+        # Cancel checks its reason when built; escaped again for one changed after that
+        reason = storable(result.reason)
         return Outcome(
             job_id=job_id,
             run_lease=run_lease,
             state=JobState.CANCELLED,
             event="cancelled",
-            error=f"cancelled: {result.reason}",
-            reason=result.reason,
+            error=f"cancelled: {reason}",
+            reason=reason,
         )
     if isinstance(result, WaitForCallback):
         return _park(job_id, run_lease, result.token, callback_id)

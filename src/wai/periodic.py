@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Literal, get_args
 
+from wai._storable import check_text
 from wai.cronexpr import CronExpression, due_fires, parse_zone
 from wai.errors import ValidationError
 from wai.inserts import EnqueueRequest, NewJob, build_job
@@ -39,9 +40,10 @@ MAX_FIRES_PER_PASS: Final = 1000
 
 
 def check_name(name: object) -> str:
-    """Return ``name`` if it can name a schedule (1-200 characters, no NUL)."""
-    if not isinstance(name, str) or not 1 <= len(name) <= 200 or "\x00" in name:
+    """Return ``name`` if it can name a schedule (1-200 storable characters)."""
+    if not isinstance(name, str) or not 1 <= len(name) <= 200:
         raise ValidationError(f"a schedule name is 1-200 characters, got {name!r}")
+    check_text(name, "schedule name")
     return name
 
 

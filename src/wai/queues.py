@@ -5,13 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from wai._seconds import MAX_SECONDS, check_seconds
 from wai.errors import ValidationError
 from wai.inserts import validate_queue
 
 __all__ = ["MAX_SECONDS", "QueueConfig", "QueueSettings", "normalize_queues"]
-
-#: The longest retention or aging interval accepted: 100 years, in seconds.
-MAX_SECONDS = 100 * 365 * 24 * 3600.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,21 +49,19 @@ class QueueConfig:
             or not 1 <= self.concurrency <= 10_000
         ):
             raise ValidationError(f"concurrency must be 1..10000, got {self.concurrency!r}")
-        if self.deadline is not None and self.deadline <= 0:
-            raise ValidationError(f"deadline must be > 0 seconds, got {self.deadline!r}")
+        if self.deadline is not None:
+            check_seconds(self.deadline, "deadline")
         if self.dlq is not None and not isinstance(self.dlq, bool):
             raise ValidationError(f"dlq must be True, False or None, got {self.dlq!r}")
         for name in ("retention", "priority_aging", "dlq_retention"):
             value = getattr(self, name)
-            if value is not None and (
-                isinstance(value, bool)
-                or not isinstance(value, int | float)
-                or not 0 < value <= MAX_SECONDS
-            ):
-                raise ValidationError(
-                    f"{name} must be a number of seconds in (0, {MAX_SECONDS:.0f}], got {value!r}"
-                )
-        if self.claim_batch_size is not None and not 1 <= self.claim_batch_size <= 10_000:
+            if value is not None:
+                check_seconds(value, name)
+        if self.claim_batch_size is not None and (
+            isinstance(self.claim_batch_size, bool)
+            or not isinstance(self.claim_batch_size, int)
+            or not 1 <= self.claim_batch_size <= 10_000
+        ):
             raise ValidationError(
                 f"claim_batch_size must be 1..10000, got {self.claim_batch_size!r}"
             )

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from wai._seconds import check_seconds
+from wai._storable import check_text
 from wai.errors import ValidationError
 from wai.followups import OUTCOMES, Spec, default_name
 from wai.inserts import validate_queue
@@ -97,6 +99,7 @@ class Registry:
         base = name if name is not None else default_name(fn)
         if not isinstance(base, str) or not 1 <= len(base) <= 500:
             raise ValidationError(f"spec name must be 1-500 characters, got {base!r}")
+        check_text(base, "spec name")
         taken = {s.name for s in existing}
         if name is not None and base in taken:
             raise ValidationError(
@@ -143,8 +146,8 @@ class Registry:
         if task_kind in self.tasks:
             raise ValidationError(f"a task for kind {task_kind!r} is already registered")
         validate_queue(queue)
-        if deadline is not None and (not isinstance(deadline, int | float) or deadline <= 0):
-            raise ValidationError(f"deadline must be a number of seconds > 0, got {deadline!r}")
+        if deadline is not None:
+            deadline = check_seconds(deadline, "deadline")
         if max_attempts is not None and (
             isinstance(max_attempts, bool)
             or not isinstance(max_attempts, int)
@@ -158,7 +161,7 @@ class Registry:
             args_type=None if isinstance(args_type, str) else args_type,
             fn=fn,
             queue=queue,
-            deadline=float(deadline) if deadline is not None else None,
+            deadline=deadline,
             max_attempts=max_attempts,
             is_async=inspect.iscoroutinefunction(fn),
         )

@@ -5,41 +5,51 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID
 
-from wai.errors import ValidationError
+from wai._seconds import check_seconds
+from wai._storable import check_text
 
 __all__ = ["CallbackToken", "Cancel", "HandlerResult", "RetryAfter", "Snooze", "WaitForCallback"]
 
 
-def _check_seconds(name: str, seconds: float) -> None:
-    if not isinstance(seconds, int | float) or seconds < 0 or seconds != seconds:
-        raise ValidationError(f"{name}(seconds) needs a number >= 0, got {seconds!r}")
-
-
 @dataclass(frozen=True, slots=True)
 class RetryAfter:
-    """Retry the job after ``seconds``; the attempt counts against ``max_attempts``."""
+    """Retry the job after ``seconds``; the attempt counts against ``max_attempts``.
+
+    ``seconds`` is a finite number from 0 to 100 years (:data:`wai._seconds.MAX_SECONDS`);
+    anything else (negative, NaN, infinite, a bool) raises :class:`wai.ValidationError`.
+    """
 
     seconds: float
 
     def __post_init__(self) -> None:
-        _check_seconds("RetryAfter", self.seconds)
+        check_seconds(self.seconds, "RetryAfter(seconds)", allow_zero=True)
 
 
 @dataclass(frozen=True, slots=True)
 class Snooze:
-    """Run the job again after ``seconds`` without consuming an attempt. No event fires."""
+    """Run the job again after ``seconds`` without consuming an attempt. No event fires.
+
+    ``seconds`` is a finite number from 0 to 100 years, as for :class:`RetryAfter`.
+    """
 
     seconds: float
 
     def __post_init__(self) -> None:
-        _check_seconds("Snooze", self.seconds)
+        check_seconds(self.seconds, "Snooze(seconds)", allow_zero=True)
 
 
 @dataclass(frozen=True, slots=True)
 class Cancel:
-    """Cancel the job for good, recording ``reason``."""
+    """Cancel the job for good, recording ``reason``.
+
+    ``reason`` must be a string PostgreSQL can store: a NUL byte or a lone surrogate
+    raises :class:`wai.ValidationError` here, where the ``Cancel`` is built.
+    """
 
     reason: str = "cancelled by handler"
+
+    def __post_init__(self) -> None:
+        check_text(self.reason, "Cancel(reason)")
 
 
 @dataclass(frozen=True, slots=True)

@@ -156,7 +156,7 @@ def test_flat_args_encode_to_the_same_values_as_the_stdlib(value: object) -> Non
         (math.nan, SerializationError),
         (math.inf, SerializationError),
         (-math.inf, SerializationError),
-        ("\ud800", SerializationError),
+        ("\ud800", ValidationError),
         ("nul\x00", ValidationError),
     ],
 )
@@ -272,11 +272,35 @@ def test_encode_rejects_non_json(args: dict[Any, Any]) -> None:
         encode_args(args)
 
 
-@pytest.mark.parametrize("args", [{"s": "\ud800"}, {"k\udfff": 1}, {"l": ["ok", "\udc80"]}])
-def test_encode_rejects_lone_surrogates(args: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("args", "path"),
+    [
+        ({"s": "\ud800"}, "args['s']"),
+        ({"k\udfff": 1}, "args key 'k\\udfff'"),
+        ({"l": ["ok", "\udc80"]}, "args['l'][1]"),
+        (SendEmail(to="\udc80"), "args['to']"),
+    ],
+)
+def test_encode_rejects_lone_surrogates_naming_the_path(args: object, path: str) -> None:
     # Valid Python str, but not UTF-8: PostgreSQL could never store it.
-    with pytest.raises(SerializationError, match="lone surrogate"):
+    with pytest.raises(ValidationError) as info:
         encode_args(args)
+    assert str(info.value).startswith(f"{path}: contains a lone surrogate")
+
+
+@pytest.mark.parametrize(
+    ("args", "path"),
+    [
+        ({"s": "a\x00b"}, "args['s']"),
+        ({"nested": {"deep": ["ok", "bad\x00"]}}, "args['nested']['deep'][1]"),
+        ({"key\x00": 1}, "args key 'key\\x00'"),
+        (SendEmail(to="nul\x00@example.com"), "args['to']"),
+    ],
+)
+def test_encode_names_the_path_of_a_nul_byte(args: object, path: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        encode_args(args)
+    assert str(info.value) == f"{path}: contains a NUL byte, which PostgreSQL cannot store"
 
 
 def test_encode_accepts_astral_characters() -> None:

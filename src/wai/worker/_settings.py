@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from wai.errors import ValidationError
@@ -87,8 +88,15 @@ class RuntimeSettings:
             "analyze_interval",
         ):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                raise ValidationError(f"{name} must be a number of seconds > 0, got {value!r}")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or value <= 0
+            ):
+                raise ValidationError(
+                    f"{name} must be a finite number of seconds > 0, got {value!r}"
+                )
         for name in (
             "completed_retention",
             "failed_retention",
