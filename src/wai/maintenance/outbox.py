@@ -11,6 +11,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
 from wai import _producer_async as producer
+from wai._text import storable
 from wai.errors import FollowUpError, SerializationError, WaiError
 from wai.followups import decode_for, evaluate
 from wai.job import JobRow
@@ -83,15 +84,16 @@ class OutboxSweeper(PeriodicService):
                         done += 1
                     except WaiError as exc:
                         bad += 1
+                        error = storable(str(exc))  # a closure's message may hold NUL
                         logger.warning(
                             "wai: outbox row %s (job %s, %s) failed: %s; retrying later",
                             row["id"],
                             row["job_id"],
                             row["outcome"],
-                            exc,
+                            error,
                         )
                         await db.outbox_backoff(
-                            conn, self._schema, outbox_id=row["id"], error=str(exc)
+                            conn, self._schema, outbox_id=row["id"], error=error
                         )
         return done, bad, seen
 

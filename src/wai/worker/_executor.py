@@ -9,6 +9,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from wai._text import storable
 from wai.context import AttemptState, Job
 from wai.errors import SerializationError
 from wai.job import JobRow, JobState
@@ -27,7 +28,7 @@ def _failed(row: JobRow, message: str) -> Outcome:
         run_lease=row.run_lease,
         state=JobState.FAILED,
         event="exhausted",
-        error=message,
+        error=storable(message),  # may quote an exception's text
         terminal=True,
     )
 
