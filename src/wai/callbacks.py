@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from uuid import UUID
 
-from wai._storable import check_text
+from wai._storable import check_json, check_text
 from wai.errors import CallbackNotFound, ValidationError
 from wai.job import JobRow, JobState
 from wai.kinds import dumps
@@ -219,11 +219,13 @@ def _transformed(text: str, payload: Any) -> Any:
     celpy = _celpy()
     try:
         value = _evaluate(text, payload)
-        return json.loads(json.dumps(value, cls=celpy.CELJSONEncoder))
+        shaped = json.loads(json.dumps(value, cls=celpy.CELJSONEncoder))
     except Exception as exc:
         raise ValidationError(
             f"callback transform {text!r} failed on the payload: {exc}; nothing was resolved"
         ) from None
+    check_json(shaped, "callback transform result")  # a CEL literal can spell "\x00"
+    return shaped
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

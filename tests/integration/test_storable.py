@@ -32,6 +32,7 @@ from tests.integration.test_outbox import rescue as run_rescue
 from tests.unit.test_storable import JSONISH, TEXT
 from wai._storable import check_json, check_text
 from wai._text import storable
+from wai.callbacks import compile_expressions
 from wai.ingress import create_callback_app
 
 pytestmark = pytest.mark.timeout(120)
@@ -270,6 +271,16 @@ async def test_a_parked_job_is_unchanged_by_refused_resolutions(
     for call in sync_calls:
         with pytest.raises(wai.ValidationError, match="contains a"):
             await asyncio.to_thread(call)
+    assert await snapshot(aclient) == before
+
+
+async def test_a_transform_building_unstorable_text_resolves_nothing(
+    aclient: wai.AsyncClient,
+) -> None:
+    _row, cid = await parked(aclient, expressions=compile_expressions(transform='"\\x00"'))
+    before = await snapshot(aclient)
+    with pytest.raises(wai.ValidationError, match=r"^callback transform result: contains a NUL"):
+        await aclient.resolve_callback(cid, {"ok": 1}, "complete")
     assert await snapshot(aclient) == before
 
 

@@ -90,3 +90,18 @@ def test_no_expressions_means_the_default_action() -> None:
     assert decide_resolution(none, {"a": 1}, "ignore").action == "ignore"
     with pytest.raises(ValidationError, match="default_action"):
         decide_resolution(none, {}, "maybe")
+
+
+@pytest.mark.parametrize(
+    ("transform", "problem"),
+    [('"nul \\x00"', "NUL byte"), ('{"k": ["\\ud800"]}', "lone surrogate")],
+)
+def test_a_transform_that_builds_unstorable_text_resolves_nothing(
+    transform: str, problem: str
+) -> None:
+    # the expression text is clean; the CEL string literal it holds spells the character
+    exprs = compile_expressions(transform=transform)
+    with pytest.raises(
+        ValidationError, match=f"^callback transform result.*: contains a {problem}"
+    ):
+        decide_resolution(exprs, {}, "complete")
