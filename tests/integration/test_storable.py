@@ -30,6 +30,7 @@ from tests.integration.test_ingress import SECRET, post
 from tests.integration.test_outbox import Charge, Refund, claimed_and_abandoned, make_sweeper
 from tests.integration.test_outbox import rescue as run_rescue
 from tests.unit.test_storable import JSONISH, TEXT
+from wai._seconds import MAX_SECONDS
 from wai._storable import check_json, check_text
 from wai._text import storable
 from wai.callbacks import compile_expressions
@@ -367,3 +368,22 @@ async def test_an_outbox_closure_error_with_nul_is_recorded_escaped(
     ((attempts, last_error),) = await fetch(aclient, "SELECT attempts, last_error FROM wai.outbox")
     assert attempts == 1
     assert "payment API \\x00 \\ud800 down" in last_error
+
+
+# -- the longest durations accepted are ones PostgreSQL can add to now() --------------------
+
+
+async def test_the_longest_delays_and_deadline_accepted_are_stored(
+    aclient: wai.AsyncClient,
+) -> None:
+    def body(job: wai.Job[Work]) -> wai.RetryAfter | wai.Snooze:
+        return wai.RetryAfter(MAX_SECONDS) if job.args.n == 1 else wai.Snooze(MAX_SECONDS)
+
+    register(aclient, "async", body, deadline=MAX_SECONDS)
+    async with serving(aclient, {"q": wai.QueueConfig(concurrency=2, deadline=MAX_SECONDS)}):
+        retried = await aclient.insert(Work(n=1))
+        snoozed = await aclient.insert(Work(n=2))
+        retry_row = await wait_job(aclient, retried.id, "retryable")
+        snooze_row = await wait_job(aclient, snoozed.id, "scheduled")
+    for row in (retry_row, snooze_row):
+        assert row.run_at.year >= datetime.now().year + 99
