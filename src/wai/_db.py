@@ -448,6 +448,8 @@ def _finalize_params(outcomes: Sequence[Outcome]) -> dict[str, Any]:
         "attempt_delta": _unless_all([o.attempt_delta for o in outcomes], 0),
         "progress": _unless_all([o.progress for o in outcomes], None),
         "callback_id": _unless_all([o.callback_id for o in outcomes], None),
+        "at": _unless_all([o.at for o in outcomes], None),
+        "run_at": _unless_all([o.run_at for o in outcomes], None),
     }
 
 
