@@ -287,3 +287,32 @@ async def test_a_row_changed_since_the_claim_is_planned_again_from_what_commits(
     assert seen == [{"n": 1}, {"n": 2}]  # planned on the claim, then again on the commit
     [follow] = await followups_of(aclient, row.id)
     assert follow.args == {"user_id": 2}
+
+
+@dataclass
+class Park:
+    user_id: int
+
+
+async def test_a_park_is_planned_once_on_the_row_that_commits(
+    aclient: wai.AsyncClient, tasks: None
+) -> None:
+    seen: list[JobRow] = []
+
+    @aclient.task(Park, queue="park")
+    async def park(job: wai.Job[Park]) -> wai.WaitForCallback:
+        return wai.WaitForCallback(await job.register_callback(timeout=600))
+
+    def capture(a: Park, j: JobRow) -> Welcome:
+        seen.append(j)
+        return Welcome(user_id=a.user_id)
+
+    aclient.on_waiting_for_callback_enqueue(Park, capture)
+    job = await aclient.insert(Park(user_id=3))
+    async with serving(aclient, {"park": 1}):
+        parked = await wait_job(aclient, job.id, "waiting_external")
+    assert seen == [parked]  # the planned row matched: the closure ran once
+    assert parked.callback_id is not None
+    assert parked.callback_timeout_at is not None
+    [follow] = await followups_of(aclient, job.id)
+    assert follow.args == {"user_id": 3}
