@@ -34,8 +34,12 @@ class SweepResult:
 
 def describe(exc: BaseException) -> str:
     """``"Type: message"`` of a failed dispatch, storable in the row's ``last_error``."""
-    text = str(exc)
-    return storable(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+    name = type(exc).__name__
+    try:
+        text = str(exc)
+    except Exception:  # a hostile __str__ must not stop the failure from being recorded
+        text = "<the exception's message could not be read>"
+    return storable(f"{name}: {text}" if text else name)
 
 
 class OutboxSweeper(PeriodicService):
@@ -115,12 +119,18 @@ class OutboxSweeper(PeriodicService):
             if conn.broken:
                 raise
             error = describe(exc)
+            attempt = int(row["attempts"]) + 1
             logger.warning(
-                "wai: outbox row %s (job %s, %s) failed: %s; retrying later",
+                "wai: outbox row %s (job %s, %s) failed, attempt %s of %s: %s; %s",
                 row["id"],
                 row["job_id"],
                 row["outcome"],
+                attempt,
+                self._max_attempts,
                 error,
+                "retrying later"
+                if attempt < self._max_attempts
+                else "marked failed (wai outbox list --state failed)",
             )
             try:
                 async with conn.transaction():
