@@ -18,8 +18,8 @@ __all__ = ["OutboxMixin"]
 
 
 def _check_id(outbox_id: object) -> int:
-    if isinstance(outbox_id, bool) or not isinstance(outbox_id, int) or outbox_id < 1:
-        raise ValidationError(f"an outbox id is a positive integer, got {outbox_id!r}")
+    if isinstance(outbox_id, bool) or not isinstance(outbox_id, int) or not 1 <= outbox_id < 2**63:
+        raise ValidationError(f"an outbox id is a positive 64-bit integer, got {outbox_id!r}")
     return outbox_id
 
 

@@ -106,4 +106,4 @@ def test_outbox_retry_and_discard(
     result = run_wai("--database-url", database_url, "outbox", "retry", "1; DROP TABLE x")
     assert result.returncode == 2
     assert "invalid int value" in result.stderr
-    assert "positive integer" in wai_fails(database_url, "outbox", "discard", "0", status=2)
+    assert "positive 64-bit integer" in wai_fails(database_url, "outbox", "discard", "0", status=2)

@@ -362,6 +362,8 @@ async def test_a_row_that_keeps_failing_ends_failed_until_an_operator_acts(
     retried = await aclient.outbox_retry(failed[0].id)
     assert (retried.state, retried.attempts, retried.failed_at) == ("pending", 0, None)
     assert "payment API down" in str(retried.last_error)  # kept until the next attempt
+    # Retried (attempts 0 again), still not an orphan for retention: it failed before.
+    assert (await cleaner.run_once()).outbox == 0
     assert await aclient.outbox_discard(failed[1].id) is True
     assert await aclient.outbox_discard(failed[1].id) is False
     with pytest.raises(wai.OutboxRowNotFound):
@@ -378,7 +380,7 @@ async def test_outbox_admin_rejects_bad_input(aclient: wai.AsyncClient) -> None:
         await aclient.outbox_list(state="dead")
     with pytest.raises(wai.ValidationError):
         await aclient.outbox_list(limit=0)
-    for bad in (0, -1, True, "1"):
+    for bad in (0, -1, 2**63, True, "1"):
         with pytest.raises(wai.ValidationError):
             await aclient.outbox_retry(bad)  # type: ignore[arg-type]
         with pytest.raises(wai.ValidationError):

@@ -96,7 +96,7 @@ SELECT state::text AS state, count(*) AS deleted FROM deleted GROUP BY state;
 -- Outbox retention: delete up to %(limit)s orphaned outbox rows created longer than
 -- %(retention)s seconds ago, oldest first. An orphan holds no follow-up to dispatch: no
 -- live process (runtime_instances) holds a spec for its kind and outcome, and no sweeper
--- ever tried it (attempts = 0) — admin cancels and callback resolutions by a process
+-- ever tried it (no attempt, no error: an operator's retry keeps the error) — admin cancels and callback resolutions by a process
 -- without the registry leave one for every job. A row some live process could dispatch,
 -- a row that failed (pending with attempts, or failed_at set) is never deleted here: it
 -- holds undispatched work, for a sweeper or an operator (wai outbox retry|discard). The
@@ -110,7 +110,7 @@ WITH held AS (
 doomed AS (
     SELECT o.id FROM {schema}.outbox AS o
     WHERE o.created_at < now() - make_interval(secs => %(retention)s::float8)
-      AND o.attempts = 0 AND o.failed_at IS NULL
+      AND o.attempts = 0 AND o.last_error IS NULL AND o.failed_at IS NULL
       AND NOT EXISTS (SELECT 1 FROM held AS h WHERE h.kind = o.kind AND h.outcome = o.outcome)
     ORDER BY o.id
     LIMIT %(limit)s
@@ -119,7 +119,7 @@ doomed AS (
 deleted AS (
     DELETE FROM {schema}.outbox AS o
     USING doomed
-    WHERE o.id = doomed.id AND o.attempts = 0 AND o.failed_at IS NULL
+    WHERE o.id = doomed.id AND o.attempts = 0 AND o.last_error IS NULL AND o.failed_at IS NULL
     RETURNING 1
 )
 SELECT count(*) AS deleted FROM deleted;
