@@ -24,6 +24,7 @@ FILES = {
     "_dlq_async.py": "_dlq.py",
     "_cron_db_async.py": "_cron_db.py",
     "_cron_async.py": "_cron.py",
+    "_outbox_async.py": "_outbox.py",
 }
 
 SUBS = [
@@ -34,6 +35,7 @@ SUBS = [
     (r"\bAsyncCallbackMixin\b", "CallbackMixin"),
     (r"\bAsyncDlqMixin\b", "DlqMixin"),
     (r"\bAsyncCronMixin\b", "CronMixin"),
+    (r"\bAsyncOutboxMixin\b", "OutboxMixin"),
     (r"\bAbstractAsyncContextManager\b", "AbstractContextManager"),
     (r"\bAsyncTransaction\b", "Transaction"),
     (r"\bAsyncIterator\b", "Iterator"),
@@ -53,6 +55,7 @@ SUBS = [
     (r"\b_dlq_async\b", "_dlq"),
     (r"\b_cron_db_async\b", "_cron_db"),
     (r"\b_cron_async\b", "_cron"),
+    (r"\b_outbox_async\b", "_outbox"),
     (r"\b_client_base_async\b", "_client_base"),
     (r"the async client \(source of the sync client\)", "the sync client"),
 ]

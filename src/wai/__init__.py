@@ -17,6 +17,7 @@ from wai.errors import (
     FollowUpError,
     InvalidStateError,
     JobNotFound,
+    OutboxRowNotFound,
     ScheduleNotFound,
     SchemaNotMigrated,
     SerializationError,
@@ -31,6 +32,7 @@ from wai.followups import RescueReason
 from wai.inserts import EnqueueRequest
 from wai.instances import RuntimeInstance
 from wai.job import JobRow, JobState, Trigger
+from wai.outbox import OutboxEntry, OutboxStats
 from wai.periodic import Schedule
 from wai.queues import QueueConfig
 from wai.results import CallbackToken, Cancel, RetryAfter, Snooze, WaitForCallback
@@ -53,6 +55,9 @@ __all__ = [
     "JobNotFound",
     "JobRow",
     "JobState",
+    "OutboxEntry",
+    "OutboxRowNotFound",
+    "OutboxStats",
     "QueueConfig",
     "QueueStats",
     "RescueReason",

@@ -20,6 +20,7 @@ from wai._callbacks import CallbackMixin
 from wai._cron import CronMixin
 from wai._dlq import DlqMixin
 from wai._json import configure_sync
+from wai._outbox import OutboxMixin
 from wai._registration import RegistrationMixin
 from wai._sql import validate_schema
 from wai._storable import check_text
@@ -89,7 +90,7 @@ class Transaction:
         return producer.copy_batch(self.connection, self._client.schema, jobs)
 
 
-class ClientBase(RegistrationMixin, CallbackMixin, DlqMixin, CronMixin):
+class ClientBase(RegistrationMixin, CallbackMixin, DlqMixin, CronMixin, OutboxMixin):
     """Connection pool, registry, producer, admin, callback, dead-letter and cron methods."""
 
     def __init__(

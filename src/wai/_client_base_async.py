@@ -19,6 +19,7 @@ from wai._callbacks_async import AsyncCallbackMixin
 from wai._cron_async import AsyncCronMixin
 from wai._dlq_async import AsyncDlqMixin
 from wai._json import configure_async
+from wai._outbox_async import AsyncOutboxMixin
 from wai._registration import RegistrationMixin
 from wai._sql import validate_schema
 from wai._storable import check_text
@@ -88,7 +89,9 @@ class AsyncTransaction:
         return await producer.copy_batch(self.connection, self._client.schema, jobs)
 
 
-class AsyncClientBase(RegistrationMixin, AsyncCallbackMixin, AsyncDlqMixin, AsyncCronMixin):
+class AsyncClientBase(
+    RegistrationMixin, AsyncCallbackMixin, AsyncDlqMixin, AsyncCronMixin, AsyncOutboxMixin
+):
     """Connection pool, registry, producer, admin, callback, dead-letter and cron methods."""
 
     def __init__(

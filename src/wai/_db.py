@@ -21,6 +21,7 @@ from wai.inserts import NewJob, inserted_row
 from wai.instances import RuntimeInstance
 from wai.job import JobRow, JobState
 from wai.migrate import Migration, ledger_sql, lock_key, pending
+from wai.outbox import OutboxEntry, OutboxStats
 from wai.outcomes import Outcome
 from wai.queues import QueueSettings
 
@@ -65,10 +66,13 @@ __all__ = [
     "outbox_backoff",
     "outbox_delete",
     "outbox_delete_expired",
+    "outbox_discard",
     "outbox_dispatched_specs",
     "outbox_insert",
     "outbox_list",
     "outbox_lock_due",
+    "outbox_retry",
+    "outbox_stats",
     "queue_drain",
     "queue_pause",
     "queue_resume",
@@ -448,6 +452,8 @@ def _finalize_params(outcomes: Sequence[Outcome]) -> dict[str, Any]:
         "attempt_delta": _unless_all([o.attempt_delta for o in outcomes], 0),
         "progress": _unless_all([o.progress for o in outcomes], None),
         "callback_id": _unless_all([o.callback_id for o in outcomes], None),
+        "at": _unless_all([o.at for o in outcomes], None),
+        "run_at": _unless_all([o.run_at for o in outcomes], None),
     }
 
 
@@ -739,16 +745,55 @@ def outbox_delete(conn: Connection[Any], schema: str, *, outbox_id: int) -> None
     conn.execute(query("outbox_delete", schema), {"id": outbox_id})
 
 
-def outbox_backoff(conn: Connection[Any], schema: str, *, outbox_id: int, error: str) -> None:
-    """Record a failed dispatch; the row is retried later."""
-    conn.execute(query("outbox_backoff", schema), {"id": outbox_id, "error": error})
+def outbox_backoff(
+    conn: Connection[Any], schema: str, *, outbox_id: int, error: str, max_attempts: int
+) -> None:
+    """Record a failed dispatch: retried later, or failed at ``max_attempts`` failures."""
+    conn.execute(
+        query("outbox_backoff", schema),
+        {"id": outbox_id, "error": error, "max_attempts": max_attempts},
+    )
 
 
-def outbox_list(conn: Connection[Any], schema: str, *, limit: int) -> list[dict[str, Any]]:
-    """Pending outbox rows, oldest first."""
+def outbox_list(
+    conn: Connection[Any],
+    schema: str,
+    *,
+    state: str | None = None,
+    kind: str | None = None,
+    after: int | None = None,
+    limit: int,
+) -> list[OutboxEntry]:
+    """Outbox rows (all, ``pending`` or ``failed``; of one kind), oldest first."""
     with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(query("outbox_list", schema), {"limit": limit})
-        return cur.fetchall()
+        cur.execute(
+            query("outbox_list", schema),
+            {"state": state, "kind": kind, "after": after, "limit": limit},
+        )
+        return [OutboxEntry.from_record(r) for r in cur.fetchall()]
+
+
+def outbox_stats(conn: Connection[Any], schema: str) -> OutboxStats:
+    """How many outbox rows are pending and failed."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(query("outbox_stats", schema))
+        rec = cur.fetchone()
+    assert rec is not None  # an aggregate always returns its row
+    return OutboxStats.from_record(rec)
+
+
+def outbox_retry(conn: Connection[Any], schema: str, *, outbox_id: int) -> OutboxEntry | None:
+    """Make one outbox row pending and due now, attempts reset; None when it does not exist."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(query("outbox_retry", schema), {"id": outbox_id})
+        rec = cur.fetchone()
+    return OutboxEntry.from_record(rec) if rec is not None else None
+
+
+def outbox_discard(conn: Connection[Any], schema: str, *, outbox_id: int) -> bool:
+    """Delete one outbox row; whether it existed."""
+    cur = conn.execute(query("outbox_discard", schema), {"id": outbox_id})
+    return cur.fetchone() is not None
 
 
 # -- external callbacks ------------------------------------------------------------------

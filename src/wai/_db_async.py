@@ -20,6 +20,7 @@ from wai.inserts import NewJob, inserted_row
 from wai.instances import RuntimeInstance
 from wai.job import JobRow, JobState
 from wai.migrate import Migration, ledger_sql, lock_key, pending
+from wai.outbox import OutboxEntry, OutboxStats
 from wai.outcomes import Outcome
 from wai.queues import QueueSettings
 
@@ -64,10 +65,13 @@ __all__ = [
     "outbox_backoff",
     "outbox_delete",
     "outbox_delete_expired",
+    "outbox_discard",
     "outbox_dispatched_specs",
     "outbox_insert",
     "outbox_list",
     "outbox_lock_due",
+    "outbox_retry",
+    "outbox_stats",
     "queue_drain",
     "queue_pause",
     "queue_resume",
@@ -453,6 +457,8 @@ def _finalize_params(outcomes: Sequence[Outcome]) -> dict[str, Any]:
         "attempt_delta": _unless_all([o.attempt_delta for o in outcomes], 0),
         "progress": _unless_all([o.progress for o in outcomes], None),
         "callback_id": _unless_all([o.callback_id for o in outcomes], None),
+        "at": _unless_all([o.at for o in outcomes], None),
+        "run_at": _unless_all([o.run_at for o in outcomes], None),
     }
 
 
@@ -749,19 +755,56 @@ async def outbox_delete(conn: AsyncConnection[Any], schema: str, *, outbox_id: i
 
 
 async def outbox_backoff(
-    conn: AsyncConnection[Any], schema: str, *, outbox_id: int, error: str
+    conn: AsyncConnection[Any], schema: str, *, outbox_id: int, error: str, max_attempts: int
 ) -> None:
-    """Record a failed dispatch; the row is retried later."""
-    await conn.execute(query("outbox_backoff", schema), {"id": outbox_id, "error": error})
+    """Record a failed dispatch: retried later, or failed at ``max_attempts`` failures."""
+    await conn.execute(
+        query("outbox_backoff", schema),
+        {"id": outbox_id, "error": error, "max_attempts": max_attempts},
+    )
 
 
 async def outbox_list(
-    conn: AsyncConnection[Any], schema: str, *, limit: int
-) -> list[dict[str, Any]]:
-    """Pending outbox rows, oldest first."""
+    conn: AsyncConnection[Any],
+    schema: str,
+    *,
+    state: str | None = None,
+    kind: str | None = None,
+    after: int | None = None,
+    limit: int,
+) -> list[OutboxEntry]:
+    """Outbox rows (all, ``pending`` or ``failed``; of one kind), oldest first."""
     async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(query("outbox_list", schema), {"limit": limit})
-        return await cur.fetchall()
+        await cur.execute(
+            query("outbox_list", schema),
+            {"state": state, "kind": kind, "after": after, "limit": limit},
+        )
+        return [OutboxEntry.from_record(r) for r in await cur.fetchall()]
+
+
+async def outbox_stats(conn: AsyncConnection[Any], schema: str) -> OutboxStats:
+    """How many outbox rows are pending and failed."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(query("outbox_stats", schema))
+        rec = await cur.fetchone()
+    assert rec is not None  # an aggregate always returns its row
+    return OutboxStats.from_record(rec)
+
+
+async def outbox_retry(
+    conn: AsyncConnection[Any], schema: str, *, outbox_id: int
+) -> OutboxEntry | None:
+    """Make one outbox row pending and due now, attempts reset; None when it does not exist."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(query("outbox_retry", schema), {"id": outbox_id})
+        rec = await cur.fetchone()
+    return OutboxEntry.from_record(rec) if rec is not None else None
+
+
+async def outbox_discard(conn: AsyncConnection[Any], schema: str, *, outbox_id: int) -> bool:
+    """Delete one outbox row; whether it existed."""
+    cur = await conn.execute(query("outbox_discard", schema), {"id": outbox_id})
+    return await cur.fetchone() is not None
 
 
 # -- external callbacks ------------------------------------------------------------------

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 from psycopg import Connection
 
 from wai import _db as db
@@ -20,12 +22,13 @@ from wai.callbacks import (
 )
 from wai.dlq import failure_reason
 from wai.errors import FollowUpError, WaiError
-from wai.followups import Applied, plan_followups
+from wai.followups import Applied, error_text, plan_followups, plan_row
+from wai.inserts import NewJob
 from wai.job import JobRow, JobState
 from wai.outcomes import Outcome
 from wai.registry import Registry
 
-__all__ = ["apply_outcomes", "apply_resolution"]
+__all__ = ["Planned", "apply_outcomes", "apply_resolution"]
 
 
 class _Rejected(Exception):
@@ -36,6 +39,24 @@ class _Rejected(Exception):
         self.failed = failed
 
 
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """The follow-ups of one outcome, evaluated before the write took any lock.
+
+    ``expected`` is the row the closures were handed, the one the write should commit:
+    when the committed row differs, the follow-ups are planned again from it.
+    ``outbox`` marks an outcome recording a failed follow-up whose own specs failed as
+    well: its specs are left to the outbox instead, in the same transaction.
+    """
+
+    expected: JobRow | None = None
+    jobs: Sequence[NewJob] = ()
+    outbox: bool = False
+
+
+_NOTHING_PLANNED: Mapping[int, Planned] = {}
+
+
 def apply_outcomes(
     conn: Connection[Any],
     schema: str,
@@ -43,67 +64,120 @@ def apply_outcomes(
     outcomes: Sequence[Outcome],
     *,
     with_rows: bool = True,
+    planned: Mapping[int, Planned] = _NOTHING_PLANNED,
 ) -> Applied:
     """Apply ``outcomes`` and insert their follow-ups, committing both or neither.
 
     One transaction holds the guarded update of every outcome and the follow-up
-    inserts of the rows it changed. A job whose spec fails (closure raised,
-    returned the wrong type, or its follow-up insert failed) is taken out of the
-    batch, which is applied again without it: its neighbours still commit, and it
-    is returned in ``rejected`` with its outcome uncommitted. Jobs that fail in a
-    queue with the dead-letter queue on move there in the same transaction, after
+    inserts of the rows it changed. Follow-ups come from ``planned`` (evaluated
+    before the write) when the row committed is the one they were planned on, else
+    the specs run here. A job whose spec fails here, or whose follow-up insert fails,
+    is taken out of the batch, which is applied again without it: its neighbours
+    still commit, and it is returned in ``rejected`` with its outcome uncommitted. An
+    outcome that records a failed follow-up (``followup_failure``) is never rejected
+    for its own specs: they go to the outbox, in the same transaction. Jobs that fail
+    in a queue with the dead-letter queue on move there in the same transaction, after
     their follow-ups are inserted.
 
     ``with_rows=False`` is for a batch whose rows nobody reads: no follow-up spec matches
     any of its outcomes and no hook wants them. The update then returns ids only,
     ``Applied.rows`` stays empty, and unless an outcome fails (dead-letter routing
     joins it) the update is one statement with no transaction around it.
+
+    Errors other than a failed follow-up (the database refusing a value, an unreachable
+    server) propagate with nothing committed.
     """
     if not with_rows:
         return _apply_lean(conn, schema, outcomes)
     applied = Applied()
     pending = list(outcomes)
+    outboxed: set[int] = {i for i, p in planned.items() if p.outbox}
     while pending:
         by_id = {o.job_id: o for o in pending}
         inserting = False
         try:
             with conn.transaction():
                 rows = db.job_finalize_many(conn, schema, pending)
-                plan = plan_followups(registry, rows, by_id)
-                if plan.failed:
-                    raise _Rejected(plan.failed)
+                jobs, to_outbox, failed = _followups_of(registry, rows, by_id, planned, outboxed)
+                if failed:
+                    raise _Rejected(failed)
                 inserting = True
-                producer.insert_followups(conn, schema, plan.jobs)
+                producer.insert_followups(conn, schema, jobs)
                 inserting = False
-                failed = [
-                    (r.id, failure_reason(terminal=by_id[r.id].terminal))
-                    for r in rows
-                    if r.state is JobState.FAILED
-                ]
-                dead = dlq_db.dlq_route(conn, schema, failed)
+                for row, outcome in to_outbox:
+                    _leave_outbox_row(conn, schema, row, outcome)
+                dead = dlq_db.dlq_route(
+                    conn,
+                    schema,
+                    [
+                        (r.id, failure_reason(terminal=by_id[r.id].terminal))
+                        for r in rows
+                        if r.state is JobState.FAILED
+                    ],
+                )
         except _Rejected as rej:
             applied.rejected.extend((by_id[i], err) for i, err in rej.failed.items())
             pending = [o for o in pending if o.job_id not in rej.failed]
             continue
-        except WaiError as exc:
+        except psycopg.OperationalError:
+            raise
+        except Exception as exc:
             if not inserting:
                 raise
-            if len(pending) == 1:
-                applied.rejected.append(
-                    (pending[0], FollowUpError(f"follow-up insert failed: {exc}"))
-                )
+            if len(pending) > 1:
+                # Find the job whose follow-up cannot be inserted: apply one at a time.
+                for outcome in pending:
+                    one = apply_outcomes(conn, schema, registry, [outcome], planned=planned)
+                    applied.merge(one)
                 return applied
-            # Find the job whose follow-up cannot be inserted: apply one at a time.
-            for outcome in pending:
-                one = apply_outcomes(conn, schema, registry, [outcome])
-                applied.rows.extend(one.rows)
-                applied.rejected.extend(one.rejected)
-                applied.dead_lettered.update(one.dead_lettered)
+            outcome = pending[0]
+            if outcome.followup_failure and outcome.job_id not in outboxed:
+                outboxed.add(outcome.job_id)  # its specs go to the outbox: try once more
+                continue
+            applied.rejected.append(
+                (outcome, FollowUpError(f"follow-up insert failed: {error_text(exc)}"))
+            )
             return applied
         applied.rows.extend(rows)
         applied.dead_lettered.update(dead)
         return applied
     return applied
+
+
+def _followups_of(
+    registry: Registry,
+    rows: Sequence[JobRow],
+    outcomes: Mapping[int, Outcome],
+    planned: Mapping[int, Planned],
+    outboxed: set[int],
+) -> tuple[list[NewJob], list[tuple[JobRow, Outcome]], dict[int, FollowUpError]]:
+    """The follow-ups to insert, the transitions whose specs go to the outbox, the failures."""
+    jobs: list[NewJob] = []
+    to_outbox: list[tuple[JobRow, Outcome]] = []
+    failed: dict[int, FollowUpError] = {}
+    for row in rows:
+        outcome = outcomes[row.id]
+        if row.id in outboxed:
+            if registry.specs_for(row.kind, outcome.event):
+                to_outbox.append((row, outcome))
+            continue
+        plan = planned.get(row.id)
+        if plan is not None and plan.expected == row:
+            jobs.extend(plan.jobs)
+            continue
+        try:  # not planned, or planned on a row other than the one that committed
+            jobs.extend(plan_row(registry, row, outcome))
+        except FollowUpError as exc:
+            if outcome.followup_failure:
+                to_outbox.append((row, outcome))
+            else:
+                failed[row.id] = exc
+    return jobs, to_outbox, failed
+
+
+def _leave_outbox_row(conn: Connection[Any], schema: str, row: JobRow, outcome: Outcome) -> None:
+    detail = {"error": outcome.error or "", "reason": outcome.reason or ""}
+    db.outbox_insert(conn, schema, job_id=row.id, outcome=outcome.event, detail=detail)
 
 
 def _apply_lean(conn: Connection[Any], schema: str, outcomes: Sequence[Outcome]) -> Applied:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from wai import _tables, cli_cron, cli_dlq, migrate
+from wai import _tables, cli_cron, cli_dlq, cli_outbox, migrate
 from wai._cli_common import (
     Command,
     UsageError,
@@ -160,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_callback_commands(sub)
     cli_dlq.add_commands(sub)
     cli_cron.add_commands(sub)
+    cli_outbox.add_commands(sub)
     subparser(sub, "demo", "run a small signup example end to end", _cmd_demo)
     return parser
 
@@ -463,8 +464,15 @@ def _cmd_jobs_cancel(args: argparse.Namespace, stack: contextlib.ExitStack) -> i
 
 
 def _cmd_queues(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
-    stats = admin_client(args, stack).queue_stats()
-    print(_tables.json_text(stats) if args.json else _tables.queues_table(stats))
+    client = admin_client(args, stack)
+    stats = client.queue_stats()
+    if args.json:
+        print(_tables.json_text(stats))
+        return 0
+    print(_tables.queues_table(stats))
+    outbox = client.outbox_stats()
+    if outbox.pending or outbox.failed:
+        print(f"\n{cli_outbox.stats_line(outbox)} (see wai outbox list)")
     return 0
 
 

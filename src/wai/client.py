@@ -42,8 +42,10 @@ class AsyncClient(AsyncClientBase):
         ``cleanup_interval``, ``aging_interval``, ``cron_interval``,
         ``analyze_interval``, and the
         retention defaults ``completed_retention``, ``failed_retention``,
-        ``cancelled_retention``, ``outbox_retention``, ``dlq_retention``
-        (see :class:`wai.worker.RuntimeSettings`); ``dlq=True`` turns the
+        ``cancelled_retention``, ``outbox_retention`` (orphaned outbox rows
+        only), ``dlq_retention``, and ``outbox_max_attempts`` (failed dispatches
+        before an outbox row is marked failed; see
+        :class:`wai.worker.RuntimeSettings`); ``dlq=True`` turns the
         dead-letter queue on for every served queue whose :class:`wai.QueueConfig`
         leaves it None; ``maintenance=False`` leaves
         promotion and the other leader-elected services to other processes;

@@ -7,7 +7,7 @@ import concurrent.futures
 import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Protocol, TypeVar
 from uuid import UUID
 
@@ -60,6 +60,8 @@ class AttemptState:
     """Mutable per-attempt bookkeeping shared by the handler, heartbeats and the finalizer."""
 
     def __init__(self, row: JobRow, loop: asyncio.AbstractEventLoop) -> None:
+        #: The row as claimed: what the outcome's write is expected to change.
+        self.row = row
         self.job_id = row.id
         self.run_lease = row.run_lease
         self.kind = row.kind
@@ -77,11 +79,25 @@ class AttemptState:
         self.callbacks: CallbackOps | None = None
         #: The callback registered and not yet consumed by a wait (what a park needs).
         self.callback_id: UUID | None = None
+        #: The timeout that registration set on the row (what a park keeps).
+        self.callback_timeout_at: datetime | None = None
         #: Waits of a sync handler's thread, cancelled when the attempt is abandoned.
         self.sync_waits: set[concurrent.futures.Future[Any]] = set()
         self.abandoned = False
         #: The thread call of a ``def`` handler that outlived its deadline, still running.
         self.overrun: concurrent.futures.Future[Any] | None = None
+
+    def server_now(self) -> datetime:
+        """The database server's clock now, as this attempt estimates it.
+
+        The claim stamped ``attempted_at`` with the server's ``now()``; the time
+        elapsed since, on this process's monotonic clock, is added to it. The
+        worker's own wall clock, which may be skewed, plays no part.
+        """
+        attempted = self.row.attempted_at
+        if attempted is None:  # not a claimed row (a test's hand-made state)
+            return datetime.now(UTC)
+        return attempted + timedelta(seconds=time.monotonic() - self.started)
 
     def abandon(self) -> None:
         """The attempt is over for the worker (deadline, shutdown): stop it cooperatively.

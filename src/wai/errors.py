@@ -12,6 +12,7 @@ Every exception subclasses :class:`WaiError`::
     ├── InvalidStateError      an operator action does not apply to the job's state
     ├── CallbackNotFound       unknown, stale or already-resolved callback id
     ├── ScheduleNotFound       no periodic schedule with that name
+    ├── OutboxRowNotFound      no follow-up outbox row with that id
     ├── StaleAttempt           this attempt no longer owns its job (fenced by its run lease)
     ├── FollowUpError          a follow-up spec failed
     ├── DatabaseError          PostgreSQL failed in a way wai cannot hide
@@ -26,6 +27,7 @@ __all__ = [
     "FollowUpError",
     "InvalidStateError",
     "JobNotFound",
+    "OutboxRowNotFound",
     "ScheduleNotFound",
     "SchemaNotMigrated",
     "SerializationError",
@@ -111,3 +113,7 @@ class TerminalError(WaiError):
 
 class ScheduleNotFound(WaiError):
     """No periodic (cron) schedule has that name in the database."""
+
+
+class OutboxRowNotFound(WaiError, LookupError):
+    """No follow-up outbox row has that id: it was dispatched, discarded, or never existed."""

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from wai.errors import FollowUpError, SerializationError, ValidationError, WaiError
+from wai.errors import FollowUpError, WaiError
 from wai.inserts import EnqueueRequest, NewJob, build_args_job, build_job
 from wai.job import JobRow
 from wai.kinds import decode_args
@@ -25,8 +26,10 @@ __all__ = [
     "Spec",
     "closure_args",
     "decode_for",
+    "error_text",
     "evaluate",
     "plan_followups",
+    "plan_row",
 ]
 
 #: The outcomes a follow-up can be registered for, in SPEC order.
@@ -93,10 +96,11 @@ def evaluate(
     """
     try:
         result = spec.fn(*closure_args(spec.outcome, args, job, detail))
-    except Exception as exc:
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:  # user code: even a KeyboardInterrupt costs only its job
         raise FollowUpError(
-            f"follow-up spec {spec.name!r} ({spec.kind} → {spec.outcome}) raised "
-            f"{type(exc).__name__}: {exc}"
+            f"follow-up spec {spec.name!r} ({spec.kind} → {spec.outcome}) raised {_named(exc)}"
         ) from exc
     if inspect.isawaitable(result):
         close = getattr(result, "close", None)
@@ -131,8 +135,24 @@ def evaluate(
             default_max_attempts=default_max_attempts,
             trigger=trigger,
         )
-    except (ValidationError, WaiError) as exc:
-        raise FollowUpError(f"follow-up spec {spec.name!r} returned bad args: {exc}") from exc
+    except Exception as exc:  # whatever the returned value does while it is built
+        raise FollowUpError(
+            f"follow-up spec {spec.name!r} returned bad args: {error_text(exc)}"
+        ) from exc
+
+
+def _named(exc: BaseException) -> str:
+    """``"<Type>: <message>"``, even for an exception whose ``str()`` itself raises."""
+    try:
+        message = str(exc)
+    except Exception:
+        message = "<the exception's message could not be read>"
+    return f"{type(exc).__name__}: {message}"
+
+
+def error_text(exc: BaseException) -> str:
+    """A readable account of ``exc``: wai's own message, else ``"<Type>: <message>"``."""
+    return str(exc) if isinstance(exc, WaiError) else _named(exc)
 
 
 @dataclass(slots=True)
@@ -159,10 +179,45 @@ class Applied:
     )
     dead_lettered: dict[int, str] = field(default_factory=dict[int, str])
 
+    def merge(self, other: Applied) -> None:
+        """Add what ``other``, applied after this, committed and rejected."""
+        self.rows.extend(other.rows)
+        self.rejected.extend(other.rejected)
+        self.dead_lettered.update(other.dead_lettered)
+
 
 def decode_for(registry: Registry, row: JobRow) -> Any:
     """``row.args`` decoded into the registered args type (a dict when none is known)."""
     return decode_args(registry.args_type_of(row.kind), row.args)
+
+
+def plan_row(registry: Registry, row: JobRow, outcome: Outcome) -> list[NewJob]:
+    """The follow-ups of ``row``'s committed ``outcome``: its specs' results, in order.
+
+    Raises :class:`wai.FollowUpError` naming the cause when the args do not decode or a
+    spec fails: whatever a closure or the value it returned raises, never anything else.
+    """
+    specs = registry.specs_for(row.kind, outcome.event)
+    if not specs:
+        return []
+    try:
+        args = decode_for(registry, row)
+    except Exception as exc:
+        raise FollowUpError(
+            f"follow-ups of {row.kind} → {outcome.event}: args do not decode: {error_text(exc)}"
+        ) from exc
+    detail = {"error": outcome.error or "", "reason": outcome.reason or ""}
+    return [
+        evaluate(
+            spec,
+            args,
+            row,
+            detail,
+            default_queue=registry.queue_of,
+            default_max_attempts=registry.max_attempts_of,
+        )
+        for spec in specs
+    ]
 
 
 def plan_followups(
@@ -175,32 +230,8 @@ def plan_followups(
     """
     plan = FollowUpPlan()
     for row in rows:
-        outcome = outcomes[row.id]
-        specs = registry.specs_for(row.kind, outcome.event)
-        if not specs:
-            continue
         try:
-            args = decode_for(registry, row)
-        except SerializationError as exc:
-            plan.failed[row.id] = FollowUpError(
-                f"follow-ups of {row.kind} → {outcome.event}: args do not decode: {exc}"
-            )
-            continue
-        detail = {"error": outcome.error or "", "reason": outcome.reason or ""}
-        try:
-            built = [
-                evaluate(
-                    spec,
-                    args,
-                    row,
-                    detail,
-                    default_queue=registry.queue_of,
-                    default_max_attempts=registry.max_attempts_of,
-                )
-                for spec in specs
-            ]
+            plan.jobs.extend(plan_row(registry, row, outcomes[row.id]))
         except FollowUpError as exc:
             plan.failed[row.id] = exc
-            continue
-        plan.jobs.extend(built)
     return plan

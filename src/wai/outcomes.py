@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import traceback
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from wai._json import loads
 from wai._text import storable
 from wai.errors import FollowUpError, TerminalError
-from wai.job import JobState
+from wai.job import JobRow, JobState
 from wai.results import CallbackToken, Cancel, RetryAfter, Snooze, WaitForCallback
 from wai.retry import backoff
 
-__all__ = ["Outcome", "decide", "describe_exception"]
+__all__ = ["Outcome", "decide", "describe_exception", "error_timestamp", "expected_row", "stamped"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -25,6 +28,12 @@ class Outcome:
     on. ``followup_failure`` marks the outcome that records a failed follow-up
     spec; if its own specs fail too, the job is left for rescue. ``callback_id``
     is the registered callback a park (``waiting_for_callback``) must still hold.
+
+    ``at`` and ``run_at``, when set, are the timestamps the write uses instead of the
+    server's ``now()`` (``finalized_at``, the error entry's ``at``, the next ``run_at``):
+    set by :func:`stamped` on an outcome whose follow-ups are planned before the write,
+    so that the row the closures see is the row that commits. ``unwritable`` marks the
+    failed attempt that records why the database refused the attempt's own outcome.
     """
 
     job_id: int
@@ -39,6 +48,9 @@ class Outcome:
     reason: str | None = None
     followup_failure: bool = False
     callback_id: UUID | None = None
+    at: datetime | None = None
+    run_at: datetime | None = None
+    unwritable: bool = False
 
 
 def describe_exception(exc: BaseException, *, limit: int = 10) -> str:
@@ -185,4 +197,69 @@ def _park(job_id: int, run_lease: int, token: object, callback_id: UUID | None) 
         state=JobState.WAITING_EXTERNAL,
         event="waiting_for_callback",
         callback_id=token.id,
+    )
+
+
+def stamped(outcome: Outcome, at: datetime) -> Outcome:
+    """``outcome`` written at ``at`` (server time): its next ``run_at`` fixed from its delay.
+
+    Raises :class:`OverflowError` when the delay puts ``run_at`` beyond what a
+    datetime holds.
+    """
+    run_at = None if outcome.delay is None else at + timedelta(seconds=outcome.delay)
+    return dataclasses.replace(outcome, at=at, run_at=run_at)
+
+
+def error_timestamp(at: datetime) -> str:
+    """The ``at`` of an error entry written at ``at``, as ``job_finalize_many`` formats it."""
+    return at.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+_KEEPS_CALLBACK = JobState.WAITING_EXTERNAL
+
+
+def expected_row(
+    claimed: JobRow, outcome: Outcome, *, callback_timeout_at: datetime | None = None
+) -> JobRow:
+    """The row ``job_finalize_many`` commits when it applies a :func:`stamped` ``outcome``.
+
+    ``claimed`` is the row as the attempt claimed it; ``callback_timeout_at`` the
+    timeout its callback registration set (for a park). The write changes nothing
+    else, so a row that commits otherwise (a callback heartbeat moved the timeout,
+    an operator touched it) shows a mismatch, and the caller plans again from the
+    committed row.
+    """
+    assert outcome.at is not None, "expected_row needs a stamped outcome"
+    at = outcome.at
+    errors = claimed.errors
+    if outcome.error is not None:
+        entry: dict[str, Any] = {
+            "error": outcome.error,
+            "attempt": claimed.attempt,
+            "at": error_timestamp(at),
+        }
+        if outcome.terminal:
+            entry["terminal"] = True
+        errors = (*errors, entry)
+    state = outcome.state
+    if state is JobState.COMPLETED:
+        progress = None
+    elif outcome.progress is not None:
+        progress = loads(outcome.progress)
+    else:
+        progress = claimed.progress
+    parked = state is _KEEPS_CALLBACK
+    return dataclasses.replace(
+        claimed,
+        state=state,
+        attempt=claimed.attempt + outcome.attempt_delta,
+        run_at=claimed.run_at if outcome.run_at is None else outcome.run_at,
+        finalized_at=at if state.is_terminal else None,
+        heartbeat_at=None,
+        deadline_at=None,
+        errors=errors,
+        progress=progress,
+        callback_id=outcome.callback_id if parked else None,
+        callback_timeout_at=callback_timeout_at if parked else None,
+        callback_result=None,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -195,31 +196,45 @@ async def _outbox_ids(client: wai.AsyncClient) -> set[int]:
     return {r[0] for r in await fetch(client, "SELECT id FROM wai.outbox")}
 
 
-async def test_cleaner_deletes_outbox_rows_past_the_outbox_retention(
-    aclient: wai.AsyncClient,
-) -> None:
-    expired = {
+async def _holder(client: wai.AsyncClient, *specs: tuple[str, str]) -> None:
+    """A live process record holding follow-up specs for these (kind, outcome) pairs."""
+    await fetch(
+        client,
+        "INSERT INTO wai.runtime_instances (instance_id, hostname, pid, version, role, specs)"
+        " VALUES ('holder', 'h', 1, 'x', 'worker', %s::jsonb)",
+        (json.dumps([{"kind": k, "outcome": o, "spec": "s"} for k, o in specs]),),
+    )
+
+
+async def test_outbox_retention_deletes_only_orphaned_rows(aclient: wai.AsyncClient) -> None:
+    await _holder(aclient, ("work", "rescued"))
+    orphans = {
         await _outbox(aclient, age=HOUR + 60),
-        await _outbox(aclient, age=30 * DAY, outcome="rescued"),
-        await _outbox(aclient, age=2 * HOUR, outcome="completed"),
+        await _outbox(aclient, age=30 * DAY, outcome="completed"),
     }
-    # a failing row, retried with backoff for long: its age goes by created_at all the same
+    # Rows that hold follow-ups to dispatch stay, however old: a live process holds
+    # specs for the first; the others failed (so some process held specs once).
+    dispatchable = await _outbox(aclient, age=30 * DAY, outcome="rescued")
+    failing = await _outbox(aclient, age=30 * DAY)
+    failed = await _outbox(aclient, age=30 * DAY, outcome="completed")
     await fetch(
         aclient,
-        "UPDATE wai.outbox SET attempts = 12, last_error = 'boom',"
+        "UPDATE wai.outbox SET attempts = 3, last_error = 'boom',"
         " next_attempt_at = now() + interval '1 hour' WHERE id = %s",
-        (min(expired),),
+        (failing,),
     )
-    kept = {
-        await _outbox(aclient, age=HOUR - 60),
-        await _outbox(aclient, age=0, outcome="rescued"),
-    }
+    await fetch(
+        aclient,
+        "UPDATE wai.outbox SET attempts = 10, last_error = 'boom', failed_at = now() WHERE id = %s",
+        (failed,),
+    )
+    young = await _outbox(aclient, age=HOUR - 60)
     jobs = await _ids(aclient)
 
     result = await _cleaner(aclient, outbox=HOUR).run_once()
 
-    assert result == CleanerResult({}, outbox=len(expired))
-    assert await _outbox_ids(aclient) == kept
+    assert result == CleanerResult({}, outbox=len(orphans))
+    assert await _outbox_ids(aclient) == {dispatchable, failing, failed, young}
     assert await _ids(aclient) == jobs  # the jobs themselves are not the outbox's business
     assert await _cleaner(aclient, outbox=HOUR).run_once() == CleanerResult({})
 

@@ -65,46 +65,53 @@ async def test_a_batch_waits_for_more_outcomes_only_while_handlers_run(
         await asyncio.gather(task, return_exceptions=True)
 
 
-async def test_an_unexpected_error_loses_one_batch_not_the_finalizer(
+async def test_an_unexpected_error_costs_only_the_outcome_that_caused_it(
     aclient: wai.AsyncClient, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    written: list[list[int]] = []
+    written: list[int] = []
     finalizer = Finalizer(
         aclient.pool,
         aclient.schema,
         batch_size=512,
         flush_interval=0.0,
-        on_committed=lambda batch, rows: written.append([o.job_id for o, _ in batch]),
+        on_committed=lambda batch, rows: written.extend(o.job_id for o, _ in batch),
         registry=aclient.registry,
         busy=lambda: 0,
     )
+    rows = [await running(aclient) for _ in range(5)]
+    poison = rows[3].id
     real = _finalizer.apply_outcomes
-    calls = 0
 
-    async def broken_once(*args: object, **kwargs: object) -> object:
-        nonlocal calls
-        calls += 1
-        if calls == 1:
+    async def broken_by_one(
+        conn: object, schema: str, registry: object, outcomes: Sequence[Outcome], **kw: object
+    ) -> object:
+        if any(o.job_id == poison and o.state is wai.JobState.COMPLETED for o in outcomes):
             raise RuntimeError("a bug")
-        return await real(*args, **kwargs)  # type: ignore[arg-type]
+        return await real(conn, schema, registry, outcomes, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(_finalizer, "apply_outcomes", broken_once)
+    monkeypatch.setattr(_finalizer, "apply_outcomes", broken_by_one)
     task = asyncio.create_task(finalizer.run_forever())
     try:
-        first, second = await running(aclient), await running(aclient)
         loop = asyncio.get_running_loop()
-        finalizer.submit(completed(first), AttemptState(first, loop))
-        await wait_for(lambda: written, what="the failed batch handed back")
-        finalizer.submit(completed(second), AttemptState(second, loop))
-        await wait_for(lambda: len(written) == 2, what="the next batch written")
+        for row in rows:
+            finalizer.submit(completed(row), AttemptState(row, loop))
+        await wait_for(lambda: len(written) == 5, what="every outcome settled")
+        await finalizer.wait_idle()
         assert not task.done()
-        assert written == [[first.id], [second.id]]
-        assert (await aclient.get_job(first.id)).state == "running"  # rescue's to recover
-        assert (await aclient.get_job(second.id)).state == "completed"
-        assert "writing 1 outcomes failed" in caplog.text
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+    for row in rows:
+        job = await aclient.get_job(row.id)
+        if row.id != poison:
+            assert job.state == "completed"
+            continue
+        # Recorded as a failed attempt, readable, with backoff: never left running.
+        assert job.state == "retryable"
+        assert job.attempt == 1
+        assert "could not write this attempt's outcome (completed)" in job.errors[-1]["error"]
+        assert "RuntimeError: a bug" in job.errors[-1]["error"]
+    assert "its completed outcome could not be written" in caplog.text
 
 
 @pytest.mark.parametrize("writers", [1, 2])

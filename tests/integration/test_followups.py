@@ -260,20 +260,23 @@ async def test_worker_records_a_failing_spec_as_a_retryable_failure(
     assert [f.args for f in follows] == [{"user_id": -1}]
 
 
-async def test_job_stays_running_when_the_failure_specs_fail_too(
+async def test_failure_specs_that_fail_too_go_to_the_outbox_never_to_rescue(
     aclient: wai.AsyncClient, signup_task: None
 ) -> None:
     aclient.on_completed_enqueue(Signup, lambda a, j: 1 / 0)
     aclient.on_retried_enqueue(Signup, lambda a, j, e, n, t: 1 / 0)
     job = await aclient.insert(Signup(user_id=1))
     async with serving(aclient, {"q": 2}):
-        await wait_for(
-            lambda: not aclient._runtime.attempts,  # pyright: ignore[reportOptionalMemberAccess, reportPrivateUsage]
-            what="the attempt to be given up",
-        )
-        row = await aclient.get_job(job.id)
-    assert row.state == JobState.RUNNING  # left for rescue, never an outcome without follow-ups
+        row = await wait_job(aclient, job.id, "retryable")
+    # The failed attempt is recorded; its own (retried) specs, which fail as well, wait in
+    # the outbox in the same transaction: durable, retried with backoff, visible.
+    assert row.attempt == 1
+    assert "ZeroDivisionError" in row.errors[-1]["error"]
     assert await followups_of(aclient, job.id) == []
+    outbox = await fetch(
+        aclient, "SELECT outcome, run_lease FROM wai.outbox WHERE job_id = %s", (job.id,)
+    )
+    assert outbox == [("retried", row.run_lease)]
 
 
 async def test_drain_with_followups_counts_one_per_trigger(

@@ -32,6 +32,8 @@ PARAMS: dict[str, Any] = {
     "attempt_delta": [0, 0],
     "progress": [None, None],
     "callback_id": [None, None],
+    "at": [None, None],
+    "run_at": [None, None],
     "queue": "q",
     "limit": 32,
     "deadline_kinds": ["work"],

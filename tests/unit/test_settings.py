@@ -19,6 +19,7 @@ def test_runtime_settings_defaults_for_records_cleanup_and_aging() -> None:
     assert s.completed_retention == 86_400.0
     assert s.failed_retention == s.cancelled_retention == 7 * 86_400.0
     assert s.outbox_retention == 7 * 86_400.0
+    assert s.outbox_max_attempts == 10
     assert s.aging_interval == 10.0
     assert s.completion_writers == 2
 
@@ -36,6 +37,10 @@ def test_runtime_settings_defaults_for_records_cleanup_and_aging() -> None:
         {"aging_interval": -0.5},
         {"outbox_retention": 0},
         {"outbox_retention": math.inf},
+        {"outbox_max_attempts": 0},
+        {"outbox_max_attempts": 1001},
+        {"outbox_max_attempts": 2.5},
+        {"outbox_max_attempts": True},
         {"completion_writers": 0},
         {"completion_writers": 17},
         {"completion_writers": 1.5},

@@ -1,4 +1,4 @@
-"""Retention cleanup: expired terminal jobs and outbox rows are deleted in batches."""
+"""Retention cleanup: expired terminal jobs, orphaned outbox rows and DLQ entries, in batches."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class _Expire(Protocol):
 class CleanerResult:
     """Jobs deleted in one pass, per state (``completed``, ``failed``, ``cancelled``).
 
-    ``outbox`` counts the outbox rows deleted past the outbox retention, ``dlq``
+    ``outbox`` counts the orphaned outbox rows deleted past the outbox retention, ``dlq``
     the dead-letter entries deleted past theirs.
     """
 
@@ -46,9 +46,14 @@ class Cleaner(PeriodicService):
     several passes without one long-running statement. Non-terminal jobs are
     never touched.
 
-    Outbox rows created longer than *outbox* seconds ago are deleted the same
-    way (the rows nobody dispatched: no live process holds specs for their kind
-    and outcome, or their closures kept failing); rows a sweeper holds are skipped.
+    Orphaned outbox rows created longer than *outbox* seconds ago are deleted
+    the same way: rows no live process (``runtime_instances``) holds a spec for
+    and no sweeper ever tried, so they hold no follow-up to dispatch (an admin
+    cancel or a callback resolution by a process without the registry leaves one
+    for every job). An outbox row that some live process could dispatch, or that
+    failed (pending with attempts, or failed), is never deleted by retention: it
+    waits for a sweeper or for an operator (``wai outbox retry|discard``). Rows a
+    sweeper holds are skipped.
     So are dead-letter entries older than their queue's ``dlq_retention`` (the
     ``queues`` table) or else *dlq* seconds, counted from when they entered.
     """
@@ -77,7 +82,7 @@ class Cleaner(PeriodicService):
         self._max_batches = max_batches
 
     async def run_once(self) -> CleanerResult:
-        """Delete expired terminal jobs, outbox rows and dead-letter entries, in batches."""
+        """Delete expired terminal jobs, orphaned outbox rows and dead-letter entries."""
         total: dict[str, int] = {}
         for _ in range(self._max_batches):
             async with self._pool.connection() as conn:

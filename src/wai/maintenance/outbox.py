@@ -6,19 +6,20 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
 from wai import _producer_async as producer
 from wai._text import storable
-from wai.errors import FollowUpError, SerializationError, WaiError
+from wai.errors import FollowUpError, SerializationError
 from wai.followups import decode_for, evaluate
 from wai.job import JobRow
 from wai.maintenance._service import PeriodicService
 from wai.registry import Registry
 
-__all__ = ["OutboxSweeper", "SweepResult"]
+__all__ = ["OutboxSweeper", "SweepResult", "describe"]
 
 logger = logging.getLogger("wai.maintenance")
 
@@ -31,14 +32,31 @@ class SweepResult:
     failed: int
 
 
+def describe(exc: BaseException) -> str:
+    """``"Type: message"`` of a failed dispatch, storable in the row's ``last_error``."""
+    name = type(exc).__name__
+    try:
+        text = str(exc)
+    except Exception:  # a hostile __str__ must not stop the failure from being recorded
+        text = "<the exception's message could not be read>"
+    return storable(f"{name}: {text}" if text else name)
+
+
 class OutboxSweeper(PeriodicService):
     """Runs in every process whose registry has specs; not leader-gated.
 
-    For each due outbox row of a (kind, outcome) it holds specs for, one
-    transaction locks the row (``SKIP LOCKED``, so sweepers never collide), runs
-    the closures, inserts the follow-ups the lineage says are still missing, and
-    deletes the row. A failing closure rolls that back; the row records the error
-    and is retried with backoff, visible to operators meanwhile.
+    Each pass locks a batch of due outbox rows of the (kind, outcome) pairs it
+    holds specs for (``SKIP LOCKED``, so sweepers never take each other's rows)
+    in one transaction and dispatches each row in a savepoint of its own: run the
+    closures, insert the follow-ups the lineage says are still missing, delete
+    the row. Any failure of one row — a closure raising anything, args that do
+    not decode, a follow-up insert PostgreSQL refuses — rolls back that row's
+    savepoint only: the row records ``"Type: message"`` in ``last_error``, one
+    more attempt and a backoff (2 s doubling, at most one hour), and the rows
+    behind it are dispatched in the same pass. The failure that reaches
+    *max_attempts* marks the row failed (``failed_at``): sweepers leave it until
+    an operator retries or discards it. A lost connection ends the pass (logged);
+    the next pass retries everything it had not committed.
     """
 
     def __init__(
@@ -49,10 +67,12 @@ class OutboxSweeper(PeriodicService):
         *,
         interval: float,
         batch_size: int = 100,
+        max_attempts: int = 10,
     ) -> None:
         super().__init__(pool, schema, interval=interval)
         self._registry = registry
         self._batch_size = batch_size
+        self._max_attempts = max_attempts
 
     async def run_once(self) -> SweepResult:
         """Dispatch due rows until none is left (or a bounded number of passes ran)."""
@@ -71,31 +91,63 @@ class OutboxSweeper(PeriodicService):
     async def _sweep(self, pairs: list[tuple[str, str]]) -> tuple[int, int, int]:
         done = bad = seen = 0
         async with self._pool.connection() as conn:
-            while seen < self._batch_size:
+            try:
                 async with conn.transaction():
-                    rows = await db.outbox_lock_due(conn, self._schema, pairs=pairs, limit=1)
-                    if not rows:
-                        break
-                    row = rows[0]
-                    seen += 1
-                    try:
-                        async with conn.transaction():  # a savepoint: undone on failure
-                            await self._dispatch(conn, row)
-                        done += 1
-                    except WaiError as exc:
-                        bad += 1
-                        error = storable(str(exc))  # a closure's message may hold NUL
-                        logger.warning(
-                            "wai: outbox row %s (job %s, %s) failed: %s; retrying later",
-                            row["id"],
-                            row["job_id"],
-                            row["outcome"],
-                            error,
-                        )
-                        await db.outbox_backoff(
-                            conn, self._schema, outbox_id=row["id"], error=error
-                        )
+                    rows = await db.outbox_lock_due(
+                        conn, self._schema, pairs=pairs, limit=self._batch_size
+                    )
+                    seen = len(rows)
+                    for row in rows:
+                        if await self._one(conn, row):
+                            done += 1
+                        else:
+                            bad += 1
+            except psycopg.Error as exc:
+                if not conn.broken:
+                    raise
+                # Nothing of this batch committed: the next pass takes the rows again.
+                logger.warning("wai: outbox sweep lost its connection (%s); retrying later", exc)
+                return 0, 0, 0
         return done, bad, seen
+
+    async def _one(self, conn: AsyncConnection[Any], row: dict[str, Any]) -> bool:
+        """Dispatch one locked row in a savepoint; on failure, record it. Whether it went."""
+        try:
+            async with conn.transaction():  # a savepoint: undone on failure
+                await self._dispatch(conn, row)
+        except Exception as exc:
+            if conn.broken:
+                raise
+            error = describe(exc)
+            attempt = int(row["attempts"]) + 1
+            logger.warning(
+                "wai: outbox row %s (job %s, %s) failed, attempt %s of %s: %s; %s",
+                row["id"],
+                row["job_id"],
+                row["outcome"],
+                attempt,
+                self._max_attempts,
+                error,
+                "retrying later"
+                if attempt < self._max_attempts
+                else "marked failed (wai outbox list --state failed)",
+            )
+            try:
+                async with conn.transaction():
+                    await db.outbox_backoff(
+                        conn,
+                        self._schema,
+                        outbox_id=row["id"],
+                        error=error,
+                        max_attempts=self._max_attempts,
+                    )
+            except Exception:
+                if conn.broken:
+                    raise
+                # The row stays as it was and is tried again next pass; its neighbours go on.
+                logger.exception("wai: could not record the failure of outbox row %s", row["id"])
+            return False
+        return True
 
     async def _dispatch(self, conn: AsyncConnection[Any], row: dict[str, Any]) -> None:
         job = JobRow.from_json(row["job"])

@@ -66,6 +66,7 @@ class AttemptCallbacks:
                 "the job (rescued, cancelled or claimed again); no callback was registered"
             )
         state.callback_id = callback_id
+        state.callback_timeout_at = registered
         return CallbackToken(id=callback_id, job_id=state.job_id, run_lease=state.run_lease)
 
     def notify(self, payload: str) -> None:

@@ -10,13 +10,16 @@ from typing import Any
 
 import psycopg
 from psycopg import AsyncConnection
+from psycopg.errors import QueryCanceled, TransactionRollback
 from psycopg_pool import AsyncConnectionPool
 
-from wai._transitions_async import apply_outcomes
+from wai._text import storable
+from wai._transitions_async import Planned, apply_outcomes
 from wai.context import AttemptState
-from wai.errors import WaiError
+from wai.errors import FollowUpError
+from wai.followups import Applied, error_text, plan_row
 from wai.job import JobRow
-from wai.outcomes import Outcome, decide
+from wai.outcomes import Outcome, decide, expected_row, stamped
 from wai.registry import Registry
 
 __all__ = ["Finalizer"]
@@ -131,18 +134,85 @@ class Finalizer:
 
     async def _write_batch(self, batch: list[tuple[Outcome, AttemptState]]) -> None:
         try:
-            await self._write(batch)
-        except Exception:  # a bug, not the database: keep writing the next batches
+            await self._write(await self._plan(batch))
+        except Exception:  # a bug in wai itself: keep writing the next batches
             logger.exception(
                 "wai: writing %d outcomes failed; those jobs stay running until rescued",
                 len(batch),
             )
             self._on_committed(batch, [])
 
-    async def _write(self, batch: list[tuple[Outcome, AttemptState]]) -> None:
-        states = {outcome.job_id: state for outcome, state in batch}
+    # -- planning: user closures run here, before any lock is taken ----------------------
+
+    async def _plan(self, batch: list[tuple[Outcome, AttemptState]]) -> list[_Item]:
+        specs_for = self._registry.specs_for
+        if not any(specs_for(state.kind, outcome.event) for outcome, state in batch):
+            return [_Item(outcome, state) for outcome, state in batch]
+        # Closures are user code: run them off the event loop, which keeps claiming,
+        # heartbeating and writing other batches meanwhile.
+        return await asyncio.to_thread(self._plan_all, batch)
+
+    def _plan_all(self, batch: list[tuple[Outcome, AttemptState]]) -> list[_Item]:
+        return [self._plan_one(outcome, state) for outcome, state in batch]
+
+    def _plan_one(self, outcome: Outcome, state: AttemptState) -> _Item:
+        """Evaluate ``outcome``'s follow-ups on the row its write is expected to commit.
+
+        A failing spec replaces the outcome with a failed attempt naming it (retry with
+        backoff, or exhausted), planned in turn; when that one's own specs fail too,
+        they go to the outbox with it.
+        """
+        registry = self._registry
+        if not registry.specs_for(state.kind, outcome.event):
+            return _Item(outcome, state)
+        try:
+            outcome = stamped(outcome, state.server_now())
+            expected = expected_row(
+                state.row, outcome, callback_timeout_at=state.callback_timeout_at
+            )
+            jobs = plan_row(registry, expected, outcome)
+        except FollowUpError as exc:
+            failure = exc
+        except Exception as exc:  # the outcome itself cannot be stamped (its delay)
+            failure = FollowUpError(
+                f"wai could not write this attempt's outcome ({outcome.event}): {error_text(exc)}"
+            )
+        else:
+            return _Item(outcome, state, Planned(expected=expected, jobs=jobs))
+        if outcome.followup_failure:
+            return _Item(outcome, state, Planned(outbox=True))
+        logger.warning("wai: job %s: %s; recording the attempt as failed", outcome.job_id, failure)
+        return self._plan_one(_failed_attempt(outcome, state, failure), state)
+
+    # -- writing -------------------------------------------------------------------------
+
+    async def _write(self, items: list[_Item]) -> None:
+        """Write ``items``; what the database refuses costs only the outcome that caused it.
+
+        A batch that fails for any reason other than an unreachable server is split in
+        halves, each written on its own, down to the single outcome at fault, which is
+        replaced by a failed attempt recording why (:meth:`_unwritable`).
+        """
+        try:
+            applied = await self._apply(items)
+        except Exception as exc:
+            if len(items) == 1:
+                await self._unwritable(items[0], exc)
+                return
+            half = len(items) // 2
+            await self._write(items[:half])
+            await self._write(items[half:])
+            return
+        self._settle_applied(items, applied)
+
+    async def _apply(self, items: Sequence[_Item]) -> Applied:
+        """One transaction for ``items``, retried while the server cannot be reached."""
+        outcomes = [item.outcome for item in items]
+        planned = {item.outcome.job_id: item.plan for item in items if item.plan is not None}
         reads_row = self._registry.reads_row
-        with_rows = any(reads_row(state.kind, outcome.event) for outcome, state in batch)
+        with_rows = bool(planned) or any(
+            reads_row(item.state.kind, item.outcome.event) for item in items
+        )
         delay = 0.05
         while True:
             try:
@@ -151,52 +221,104 @@ class Finalizer:
                         conn,
                         self._schema,
                         self._registry,
-                        [outcome for outcome, _ in batch],
+                        outcomes,
                         with_rows=with_rows,
+                        planned=planned,
                     )
-                self.transactions += 1
-            except psycopg.OperationalError as exc:
-                logger.warning("wai: could not write %d outcomes (%s); retrying", len(batch), exc)
+            except _TRANSIENT as exc:
+                if isinstance(exc, QueryCanceled):
+                    raise  # a statement timeout: this batch, not the server
+                logger.warning(
+                    "wai: could not write %d outcomes (%s); retrying", len(outcomes), exc
+                )
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
                 continue
-            except (psycopg.Error, WaiError):
-                if len(batch) == 1:
-                    logger.exception(
-                        "wai: outcome of job %s was rejected; it stays running until rescued",
-                        batch[0][0].job_id,
-                    )
-                    self._on_committed(batch, [])
-                    return
-                # Isolate the bad outcome: write the others one by one.
-                for item in batch:
-                    await self._write([item])
-                return
-            break
+            self.transactions += 1
+            return applied
+
+    def _settle_applied(self, items: Sequence[_Item], applied: Applied) -> None:
         rejected = {outcome.job_id for outcome, _ in applied.rejected}
-        self._on_committed([item for item in batch if item[0].job_id not in rejected], applied.rows)
+        self._on_committed(
+            [(item.outcome, item.state) for item in items if item.outcome.job_id not in rejected],
+            applied.rows,
+        )
+        states = {item.outcome.job_id: item.state for item in items}
         for outcome, error in applied.rejected:
-            state = states[outcome.job_id]
-            if outcome.followup_failure:
-                logger.error(
-                    "wai: job %s: recording the follow-up failure failed too (%s); "
-                    "it stays running until rescued",
-                    outcome.job_id,
-                    error,
-                )
-                self._on_committed([(outcome, state)], [])
-                continue
+            # A spec failed on the committed row (or its follow-up insert failed): record
+            # a failed attempt, written with the next batch.
             logger.warning(
                 "wai: job %s: %s; recording the attempt as failed", outcome.job_id, error
             )
-            failure = decide(
+            state = states[outcome.job_id]
+            self.submit(_failed_attempt(outcome, state, error), state)
+
+    async def _unwritable(self, item: _Item, exc: Exception) -> None:
+        """Record a failed attempt for an outcome the database refused, written alone."""
+        outcome, state = item.outcome, item.state
+        if outcome.unwritable:
+            logger.error(
+                "wai: job %s: recording why its outcome could not be written failed too "
+                "(%s); it stays running until rescued",
+                outcome.job_id,
+                error_text(exc),
+                exc_info=exc,
+            )
+            self._on_committed([(outcome, state)], [])
+            return
+        logger.error(
+            "wai: job %s: its %s outcome could not be written (%s); recording a failed attempt",
+            outcome.job_id,
+            outcome.event,
+            error_text(exc),
+            exc_info=exc,
+        )
+        error = storable(
+            f"wai could not write this attempt's outcome ({outcome.event}): {error_text(exc)}"
+        )
+        failed = dataclasses.replace(
+            decide(
                 job_id=outcome.job_id,
                 run_lease=outcome.run_lease,
                 attempt=state.attempt,
                 max_attempts=state.max_attempts,
-                exc=error,
-            )
-            self.submit(
-                dataclasses.replace(failure, progress=outcome.progress, followup_failure=True),
-                state,
-            )
+                exc=OutcomeRefused(error),
+            ),
+            unwritable=True,
+            followup_failure=True,  # its own specs go to the outbox if they fail
+        )
+        item = await asyncio.to_thread(self._plan_one, failed, state)
+        await self._write([item])
+
+
+class OutcomeRefused(Exception):
+    """Why an outcome could not be written (recorded as the attempt's error)."""
+
+
+#: Errors after which the same write can succeed: the server or the connection, a
+#: deadlock or serialization failure. (A statement timeout is an OperationalError too,
+#: but the next try of the same batch would time out again.)
+_TRANSIENT = (psycopg.OperationalError, TransactionRollback)
+
+
+class _Item:
+    """One outcome of a batch, its attempt, and the follow-ups planned for it (if any)."""
+
+    __slots__ = ("outcome", "plan", "state")
+
+    def __init__(self, outcome: Outcome, state: AttemptState, plan: Planned | None = None) -> None:
+        self.outcome = outcome
+        self.state = state
+        self.plan = plan
+
+
+def _failed_attempt(outcome: Outcome, state: AttemptState, error: FollowUpError) -> Outcome:
+    """The failed attempt that records ``error`` in place of ``outcome``."""
+    failure = decide(
+        job_id=outcome.job_id,
+        run_lease=outcome.run_lease,
+        attempt=state.attempt,
+        max_attempts=state.max_attempts,
+        exc=error,
+    )
+    return dataclasses.replace(failure, progress=outcome.progress, followup_failure=True)

@@ -144,7 +144,11 @@ class Runtime:
         loops.append(("records", self.recorder.run_forever()))
         if client.registry.specs:  # not leader-gated: any process with the specs dispatches
             self.sweeper = OutboxSweeper(
-                pool, schema, client.registry, interval=self.settings.outbox_interval
+                pool,
+                schema,
+                client.registry,
+                interval=self.settings.outbox_interval,
+                max_attempts=self.settings.outbox_max_attempts,
             )
             loops.append(("outbox", self.sweeper.run_forever()))
         if self.settings.maintenance:

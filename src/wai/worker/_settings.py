@@ -31,8 +31,12 @@ class RuntimeSettings:
     *aging_interval*: how often the leader applies priority aging to the queues
     that have it configured. *outbox_interval*: how often a process holding
     follow-up specs dispatches outbox rows (rescue follow-ups).
-    *outbox_retention*: how old an undispatched outbox row gets before the
-    leader's cleanup deletes it (by ``created_at``). *dlq*: the dead-letter
+    *outbox_max_attempts*: how many failed dispatches an outbox row gets before
+    it is marked failed and left for an operator (``wai outbox retry|discard``).
+    *outbox_retention*: how old an orphaned outbox row (no live process holds a
+    spec for its kind and outcome, never tried) gets before the leader's cleanup
+    deletes it (by ``created_at``); rows that hold follow-ups to dispatch,
+    pending or failed, are never deleted by retention. *dlq*: the dead-letter
     policy of every served queue whose :class:`wai.QueueConfig` leaves it None
     (None here too: keep what the ``queues`` table says). *dlq_retention*: how
     long dead-letter entries are kept (by the time they entered), unless their
@@ -62,6 +66,7 @@ class RuntimeSettings:
     aging_interval: float = 10.0
     outbox_interval: float = 1.0
     outbox_retention: float = 7 * 24 * 3600.0
+    outbox_max_attempts: int = 10
     dlq: bool | None = None
     dlq_retention: float = 30 * 24 * 3600.0
     cron_interval: float = 1.0
@@ -123,6 +128,14 @@ class RuntimeSettings:
         ):
             raise ValidationError(
                 f"completion_writers must be 1..16, got {self.completion_writers!r}"
+            )
+        if (
+            isinstance(self.outbox_max_attempts, bool)
+            or not isinstance(self.outbox_max_attempts, int)
+            or not 1 <= self.outbox_max_attempts <= 1000
+        ):
+            raise ValidationError(
+                f"outbox_max_attempts must be 1..1000, got {self.outbox_max_attempts!r}"
             )
         if not 0 <= self.completion_flush_interval <= 1:
             raise ValidationError("completion_flush_interval must be 0..1 seconds")

@@ -228,17 +228,26 @@ RETURNING
 -- statistics say, probes the primary key once per outcome (a generic plan would otherwise
 -- scan every running row, hash them and join). RETURNING lists wai.job.ROW_COLUMNS, in their order (JobRow.from_row): the rows that
 -- follow-up specs and on_event hooks are handed.
+-- An outcome whose follow-ups were planned before the write carries its timestamps (at,
+-- run_at: the server time the worker estimated), so that the row its closures saw is the
+-- row that commits; the error entry's at is then formatted in UTC, as the worker formats
+-- it (wai.outcomes.error_timestamp). Other outcomes use now().
 UPDATE {schema}.jobs AS j
 SET state = o.state::{schema}.job_state,
     attempt = j.attempt + coalesce(o.attempt_delta, 0),
-    run_at = CASE WHEN o.delay IS NULL THEN j.run_at
+    run_at = CASE WHEN o.run_at IS NOT NULL THEN o.run_at
+                  WHEN o.delay IS NULL THEN j.run_at
                   ELSE now() + make_interval(secs => o.delay) END,
-    finalized_at = CASE WHEN o.state IN ('completed', 'failed', 'cancelled') THEN now() END,
+    finalized_at = CASE WHEN o.state IN ('completed', 'failed', 'cancelled')
+                        THEN coalesce(o.at, now()) END,
     heartbeat_at = NULL,
     deadline_at = NULL,
     errors = CASE WHEN o.error IS NULL THEN j.errors
                   ELSE j.errors || jsonb_build_array(
-                      jsonb_build_object('error', o.error, 'attempt', j.attempt, 'at', now())
+                      jsonb_build_object('error', o.error, 'attempt', j.attempt, 'at',
+                          CASE WHEN o.at IS NULL THEN to_jsonb(now())
+                               ELSE to_jsonb(to_char(o.at AT TIME ZONE 'UTC',
+                                   'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')) END)
                       || CASE WHEN o.terminal THEN '{"terminal": true}'::jsonb
                               ELSE '{}'::jsonb END) END,
     progress = CASE WHEN o.state = 'completed' THEN NULL
@@ -249,8 +258,9 @@ SET state = o.state::{schema}.job_state,
 FROM unnest(
     %(id)s::bigint[], %(run_lease)s::bigint[], %(state)s::text[], %(delay)s::float8[],
     %(error)s::text[], %(terminal)s::bool[], %(attempt_delta)s::int[], %(progress)s::text[],
-    %(callback_id)s::uuid[]
-) AS o(id, run_lease, state, delay, error, terminal, attempt_delta, progress, callback_id)
+    %(callback_id)s::uuid[], %(at)s::timestamptz[], %(run_at)s::timestamptz[]
+) AS o(id, run_lease, state, delay, error, terminal, attempt_delta, progress, callback_id,
+       at, run_at)
 WHERE j.id = o.id AND j.run_lease = o.run_lease
   AND (j.state = 'running'
        OR (j.state = 'waiting_external' AND j.heartbeat_at IS NOT NULL
@@ -270,14 +280,19 @@ RETURNING
 UPDATE {schema}.jobs AS j
 SET state = o.state::{schema}.job_state,
     attempt = j.attempt + coalesce(o.attempt_delta, 0),
-    run_at = CASE WHEN o.delay IS NULL THEN j.run_at
+    run_at = CASE WHEN o.run_at IS NOT NULL THEN o.run_at
+                  WHEN o.delay IS NULL THEN j.run_at
                   ELSE now() + make_interval(secs => o.delay) END,
-    finalized_at = CASE WHEN o.state IN ('completed', 'failed', 'cancelled') THEN now() END,
+    finalized_at = CASE WHEN o.state IN ('completed', 'failed', 'cancelled')
+                        THEN coalesce(o.at, now()) END,
     heartbeat_at = NULL,
     deadline_at = NULL,
     errors = CASE WHEN o.error IS NULL THEN j.errors
                   ELSE j.errors || jsonb_build_array(
-                      jsonb_build_object('error', o.error, 'attempt', j.attempt, 'at', now())
+                      jsonb_build_object('error', o.error, 'attempt', j.attempt, 'at',
+                          CASE WHEN o.at IS NULL THEN to_jsonb(now())
+                               ELSE to_jsonb(to_char(o.at AT TIME ZONE 'UTC',
+                                   'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')) END)
                       || CASE WHEN o.terminal THEN '{"terminal": true}'::jsonb
                               ELSE '{}'::jsonb END) END,
     progress = CASE WHEN o.state = 'completed' THEN NULL
@@ -288,8 +303,9 @@ SET state = o.state::{schema}.job_state,
 FROM unnest(
     %(id)s::bigint[], %(run_lease)s::bigint[], %(state)s::text[], %(delay)s::float8[],
     %(error)s::text[], %(terminal)s::bool[], %(attempt_delta)s::int[], %(progress)s::text[],
-    %(callback_id)s::uuid[]
-) AS o(id, run_lease, state, delay, error, terminal, attempt_delta, progress, callback_id)
+    %(callback_id)s::uuid[], %(at)s::timestamptz[], %(run_at)s::timestamptz[]
+) AS o(id, run_lease, state, delay, error, terminal, attempt_delta, progress, callback_id,
+       at, run_at)
 WHERE j.id = o.id AND j.run_lease = o.run_lease
   AND (j.state = 'running'
        OR (j.state = 'waiting_external' AND j.heartbeat_at IS NOT NULL

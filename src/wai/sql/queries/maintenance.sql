@@ -93,22 +93,33 @@ deleted AS (
 SELECT state::text AS state, count(*) AS deleted FROM deleted GROUP BY state;
 
 -- name: outbox_delete_expired :one
--- Outbox retention: delete up to %(limit)s outbox rows created longer than %(retention)s
--- seconds ago, oldest first. They are rows nobody dispatched: no live process holds specs
--- for their kind and outcome (admin cancels and callback resolutions leave one for every
--- job), or their closures kept failing. The walk follows the primary key (ids grow with
--- created_at), and rows a sweeper holds are skipped. Returns how many were deleted.
-WITH doomed AS (
-    SELECT id FROM {schema}.outbox
-    WHERE created_at < now() - make_interval(secs => %(retention)s::float8)
-    ORDER BY id
+-- Outbox retention: delete up to %(limit)s orphaned outbox rows created longer than
+-- %(retention)s seconds ago, oldest first. An orphan holds no follow-up to dispatch: no
+-- live process (runtime_instances) holds a spec for its kind and outcome, and no sweeper
+-- ever tried it (no attempt, no error: an operator's retry keeps the error) — admin cancels and callback resolutions by a process
+-- without the registry leave one for every job. A row some live process could dispatch,
+-- a row that failed (pending with attempts, or failed_at set) is never deleted here: it
+-- holds undispatched work, for a sweeper or an operator (wai outbox retry|discard). The
+-- walk follows the primary key (ids grow with created_at), and rows a sweeper holds are
+-- skipped. Returns how many were deleted.
+WITH held AS (
+    SELECT DISTINCT s->>'kind' AS kind, s->>'outcome' AS outcome
+    FROM {schema}.runtime_instances AS r
+    CROSS JOIN LATERAL jsonb_array_elements(r.specs) AS s
+),
+doomed AS (
+    SELECT o.id FROM {schema}.outbox AS o
+    WHERE o.created_at < now() - make_interval(secs => %(retention)s::float8)
+      AND o.attempts = 0 AND o.last_error IS NULL AND o.failed_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM held AS h WHERE h.kind = o.kind AND h.outcome = o.outcome)
+    ORDER BY o.id
     LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
+    FOR UPDATE OF o SKIP LOCKED
 ),
 deleted AS (
     DELETE FROM {schema}.outbox AS o
     USING doomed
-    WHERE o.id = doomed.id
+    WHERE o.id = doomed.id AND o.attempts = 0 AND o.last_error IS NULL AND o.failed_at IS NULL
     RETURNING 1
 )
 SELECT count(*) AS deleted FROM deleted;

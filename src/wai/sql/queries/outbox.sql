@@ -1,9 +1,11 @@
 -- name: outbox_lock_due :many
--- Lock due outbox rows of the (kind, outcome) pairs this process holds specs for.
+-- Lock a batch of due outbox rows of the (kind, outcome) pairs this process holds specs
+-- for, oldest first; rows another sweeper holds are skipped, and failed rows wait for an
+-- operator.
 SELECT o.* FROM {schema}.outbox AS o
 JOIN unnest(%(kinds)s::text[], %(outcomes)s::text[]) AS s(kind, outcome)
     ON o.kind = s.kind AND o.outcome = s.outcome
-WHERE o.next_attempt_at <= now()
+WHERE o.next_attempt_at <= now() AND o.failed_at IS NULL
 ORDER BY o.id
 LIMIT %(limit)s
 FOR UPDATE OF o SKIP LOCKED;
@@ -18,16 +20,49 @@ WHERE trigger_job_id = %(job_id)s AND trigger_run_lease = %(run_lease)s
 DELETE FROM {schema}.outbox WHERE id = %(id)s;
 
 -- name: outbox_backoff :exec
--- Record a failed dispatch and retry later, with exponential backoff capped at one hour.
+-- Record a failed dispatch and retry later, with exponential backoff capped at one hour;
+-- the failure that reaches %(max_attempts)s attempts marks the row failed instead.
 UPDATE {schema}.outbox
 SET attempts = attempts + 1,
     last_error = %(error)s,
-    next_attempt_at = now() + make_interval(secs => least(power(2, least(attempts + 1, 12)), 3600))
+    next_attempt_at = now() + make_interval(secs => least(power(2, least(attempts + 1, 12)), 3600)),
+    failed_at = CASE WHEN attempts + 1 >= %(max_attempts)s THEN now() END
 WHERE id = %(id)s;
 
 -- name: outbox_list :many
--- Outbox rows for operators, oldest first.
-SELECT * FROM {schema}.outbox ORDER BY id LIMIT %(limit)s;
+-- Outbox rows for operators, oldest first: %(state)s is NULL (every row), 'pending' or
+-- 'failed'; %(kind)s NULL or one kind; only rows after %(after)s (an id) when given.
+SELECT o.id, o.job_id, o.run_lease, o.kind, o.outcome, o.detail, o.attempts, o.last_error,
+       o.next_attempt_at, o.failed_at, o.created_at
+FROM {schema}.outbox AS o
+WHERE (%(state)s::text IS NULL
+       OR (%(state)s::text = 'pending' AND o.failed_at IS NULL)
+       OR (%(state)s::text = 'failed' AND o.failed_at IS NOT NULL))
+  AND (%(kind)s::text IS NULL OR o.kind = %(kind)s::text)
+  AND (%(after)s::bigint IS NULL OR o.id > %(after)s::bigint)
+ORDER BY o.id
+LIMIT %(limit)s;
+
+-- name: outbox_stats :one
+-- How many outbox rows wait to be dispatched (pending) and how many gave up (failed), and
+-- when the oldest pending row was created.
+SELECT count(*) FILTER (WHERE failed_at IS NULL) AS pending,
+       count(*) FILTER (WHERE failed_at IS NOT NULL) AS failed,
+       min(created_at) FILTER (WHERE failed_at IS NULL) AS oldest_pending_at
+FROM {schema}.outbox;
+
+-- name: outbox_retry :one
+-- An operator's retry: the row is due now, pending again, with a fresh attempt budget; its
+-- last error stays until the next attempt replaces it or the row is dispatched.
+UPDATE {schema}.outbox
+SET attempts = 0, failed_at = NULL, next_attempt_at = now()
+WHERE id = %(id)s
+RETURNING id, job_id, run_lease, kind, outcome, detail, attempts, last_error,
+          next_attempt_at, failed_at, created_at;
+
+-- name: outbox_discard :one
+-- An operator's discard: the row goes, and its follow-ups never fire. Returns its id.
+DELETE FROM {schema}.outbox WHERE id = %(id)s RETURNING id;
 
 -- name: outbox_insert :exec
 -- Leave the outbox row of one transition made in this transaction (the row as it is now):
