@@ -181,7 +181,11 @@ class Finalizer:
             return _Item(outcome, state, Planned(expected=expected, jobs=jobs))
         if outcome.followup_failure:
             return _Item(outcome, state, Planned(outbox=True))
-        logger.warning("wai: job %s: %s; recording the attempt as failed", outcome.job_id, failure)
+        logger.warning(
+            "wai: job %s: %s; recording the attempt as failed",
+            outcome.job_id,
+            storable(str(failure)),
+        )
         return self._plan_one(_failed_attempt(outcome, state, failure), state)
 
     # -- writing -------------------------------------------------------------------------
@@ -248,7 +252,9 @@ class Finalizer:
             # A spec failed on the committed row (or its follow-up insert failed): record
             # a failed attempt, written with the next batch.
             logger.warning(
-                "wai: job %s: %s; recording the attempt as failed", outcome.job_id, error
+                "wai: job %s: %s; recording the attempt as failed",
+                outcome.job_id,
+                storable(str(error)),
             )
             state = states[outcome.job_id]
             self.submit(_failed_attempt(outcome, state, error), state)
@@ -261,7 +267,7 @@ class Finalizer:
                 "wai: job %s: recording why its outcome could not be written failed too "
                 "(%s); it stays running until rescued",
                 outcome.job_id,
-                error_text(exc),
+                storable(error_text(exc)),
                 exc_info=exc,
             )
             self._on_committed([(outcome, state)], [])
@@ -270,7 +276,7 @@ class Finalizer:
             "wai: job %s: its %s outcome could not be written (%s); recording a failed attempt",
             outcome.job_id,
             outcome.event,
-            error_text(exc),
+            storable(error_text(exc)),
             exc_info=exc,
         )
         error = storable(
