@@ -34,6 +34,7 @@ __all__ = [
     "job_callback_heartbeat",
     "job_callback_lock",
     "job_callback_park_in_place",
+    "job_callback_parked",
     "job_callback_register",
     "job_callback_resume",
     "job_callback_retry",
@@ -784,13 +785,22 @@ def job_callback_register(
 
 def job_callback_park_in_place(
     conn: Connection[Any], schema: str, *, job_id: int, run_lease: int, callback_id: UUID
-) -> bool:
-    """Mark a handler waiting for ``callback_id`` as waiting_external; False if nothing matched."""
-    cur = conn.execute(
-        query("job_callback_park_in_place", schema),
+) -> JobRow | None:
+    """Mark a handler waiting for ``callback_id`` as waiting_external; its row, or None."""
+    rows = _rows(
+        conn,
+        "job_callback_park_in_place",
+        schema,
         {"id": job_id, "run_lease": run_lease, "callback_id": callback_id},
     )
-    return cur.fetchone() is not None
+    return rows[0] if rows else None
+
+
+def job_callback_parked(conn: Connection[Any], schema: str, callback_id: UUID) -> int | None:
+    """The id of the job parked by ``WaitForCallback`` on ``callback_id``, if any."""
+    cur = conn.execute(query("job_callback_parked", schema), {"callback_id": callback_id})
+    rec = cur.fetchone()
+    return None if rec is None else int(rec[0])
 
 
 def job_callback_unpark(conn: Connection[Any], schema: str, *, job_id: int, run_lease: int) -> None:

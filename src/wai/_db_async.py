@@ -33,6 +33,7 @@ __all__ = [
     "job_callback_heartbeat",
     "job_callback_lock",
     "job_callback_park_in_place",
+    "job_callback_parked",
     "job_callback_register",
     "job_callback_resume",
     "job_callback_retry",
@@ -797,13 +798,24 @@ async def job_callback_register(
 
 async def job_callback_park_in_place(
     conn: AsyncConnection[Any], schema: str, *, job_id: int, run_lease: int, callback_id: UUID
-) -> bool:
-    """Mark a handler waiting for ``callback_id`` as waiting_external; False if nothing matched."""
-    cur = await conn.execute(
-        query("job_callback_park_in_place", schema),
+) -> JobRow | None:
+    """Mark a handler waiting for ``callback_id`` as waiting_external; its row, or None."""
+    rows = await _rows(
+        conn,
+        "job_callback_park_in_place",
+        schema,
         {"id": job_id, "run_lease": run_lease, "callback_id": callback_id},
     )
-    return await cur.fetchone() is not None
+    return rows[0] if rows else None
+
+
+async def job_callback_parked(
+    conn: AsyncConnection[Any], schema: str, callback_id: UUID
+) -> int | None:
+    """The id of the job parked by ``WaitForCallback`` on ``callback_id``, if any."""
+    cur = await conn.execute(query("job_callback_parked", schema), {"callback_id": callback_id})
+    rec = await cur.fetchone()
+    return None if rec is None else int(rec[0])
 
 
 async def job_callback_unpark(
