@@ -26,6 +26,7 @@ from wai.queues import QueueSettings
 
 __all__ = [
     "callback_channel",
+    "callback_request_remember",
     "cancel_channel",
     "channel",
     "job_age_priority",
@@ -815,6 +816,15 @@ def job_callback_take(
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(query("job_callback_take", schema), {"id": job_id, "run_lease": run_lease})
         return cur.fetchone()
+
+
+def callback_request_remember(
+    conn: Connection[Any], schema: str, *, digest: bytes, ttl: float
+) -> bool:
+    """Remember a signed callback request for ``ttl`` seconds; False if it was seen (replay)."""
+    cur = conn.execute(query("callback_request_remember", schema), {"digest": digest, "ttl": ttl})
+    rec = cur.fetchone()
+    return bool(rec is not None and rec[0])
 
 
 def job_callback_lock(

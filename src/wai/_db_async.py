@@ -25,6 +25,7 @@ from wai.queues import QueueSettings
 
 __all__ = [
     "callback_channel",
+    "callback_request_remember",
     "cancel_channel",
     "channel",
     "job_age_priority",
@@ -834,6 +835,17 @@ async def job_callback_take(
             query("job_callback_take", schema), {"id": job_id, "run_lease": run_lease}
         )
         return await cur.fetchone()
+
+
+async def callback_request_remember(
+    conn: AsyncConnection[Any], schema: str, *, digest: bytes, ttl: float
+) -> bool:
+    """Remember a signed callback request for ``ttl`` seconds; False if it was seen (replay)."""
+    cur = await conn.execute(
+        query("callback_request_remember", schema), {"digest": digest, "ttl": ttl}
+    )
+    rec = await cur.fetchone()
+    return bool(rec is not None and rec[0])
 
 
 async def job_callback_lock(

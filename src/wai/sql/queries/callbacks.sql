@@ -205,3 +205,27 @@ UPDATE {schema}.jobs
 SET callback_timeout_at = now() + make_interval(secs => %(timeout)s::float8)
 WHERE callback_id = %(callback_id)s::uuid AND state IN ('waiting_external', 'running')
 RETURNING *;
+
+-- name: callback_request_remember :one
+-- The HTTP ingress is about to apply a signed request: remember its digest until it
+-- expires, in the transaction of the resolution. `fresh` is false when the same
+-- request was already applied (or is being applied by a transaction that then commits):
+-- a replay. Deletes a few expired digests on the way, so the table stays small.
+WITH purged AS (
+    DELETE FROM {schema}.callback_requests
+    WHERE digest IN (
+        SELECT digest FROM {schema}.callback_requests
+        WHERE expires_at < now()
+        ORDER BY expires_at
+        LIMIT 100
+        FOR UPDATE SKIP LOCKED
+    )
+    RETURNING 1
+),
+remembered AS (
+    INSERT INTO {schema}.callback_requests (digest, expires_at)
+    VALUES (%(digest)s::bytea, now() + make_interval(secs => %(ttl)s::float8))
+    ON CONFLICT (digest) DO NOTHING
+    RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM remembered) AS fresh, (SELECT count(*) FROM purged) AS purged;
