@@ -40,6 +40,7 @@ __all__ = [
     "job_callback_retry",
     "job_callback_take",
     "job_callback_unpark",
+    "job_callback_wait_specs",
     "job_cancel",
     "job_claim",
     "job_copy",
@@ -808,6 +809,16 @@ async def job_callback_park_in_place(
         {"id": job_id, "run_lease": run_lease, "callback_id": callback_id},
     )
     return rows[0] if rows else None
+
+
+async def job_callback_wait_specs(
+    conn: AsyncConnection[Any], schema: str, *, job_id: int, run_lease: int
+) -> set[str]:
+    """Lineage spec names of the follow-ups of one attempt's waits in place."""
+    cur = await conn.execute(
+        query("job_callback_wait_specs", schema), {"id": job_id, "run_lease": run_lease}
+    )
+    return {r[0] for r in await cur.fetchall()}
 
 
 async def job_callback_parked(

@@ -35,6 +35,13 @@ WHERE id = %(id)s AND state = 'running' AND run_lease = %(run_lease)s
   AND callback_id = %(callback_id)s::uuid
 RETURNING *;
 
+-- name: job_callback_wait_specs :many
+-- The lineage spec names of the follow-ups already enqueued for the waits in place of one
+-- attempt: waiting again on the same callback (after a wait timeout) adds none.
+SELECT trigger_spec FROM {schema}.jobs
+WHERE trigger_job_id = %(id)s AND trigger_run_lease = %(run_lease)s
+  AND trigger_outcome = 'waiting_for_callback';
+
 -- name: job_callback_unpark :exec
 -- A handler stops waiting without a result (its own timeout): back to running.
 UPDATE {schema}.jobs
