@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from psycopg import AsyncConnection
 
+from wai import _db_async as db
 from wai._transitions_async import apply_resolution
 from wai._translate import translate_errors
 from wai.callbacks import (
@@ -21,8 +22,8 @@ from wai.callbacks import (
     parse_callback_id,
     payload_json,
 )
-from wai.errors import ValidationError
-from wai.job import JobRow
+from wai.errors import CallbackNotFound, InvalidStateError, ValidationError
+from wai.job import JobRow, JobState
 from wai.kinds import dumps
 from wai.registry import Registry
 
@@ -82,6 +83,25 @@ def _resolve(callback_id: object, payload: Any, default_action: object) -> Resol
     )
 
 
+async def _refuse_parked(conn: AsyncConnection[Any], schema: str, req: ResolveRequest) -> None:
+    """Raise InvalidStateError when a resume found the callback's job parked, not waiting.
+
+    A job parked by returning ``WaitForCallback`` has no handler to hand a payload to:
+    resuming it would leave an ownerless ``running`` row. The callback stays valid.
+    """
+    if req.action != "resume":
+        return
+    job_id = await db.job_callback_parked(conn, schema, req.callback_id)
+    if job_id is not None:
+        raise InvalidStateError(
+            f"cannot resume callback {req.callback_id}: job {job_id} was parked by returning "
+            "WaitForCallback, so no handler waits in place for a payload; resolve it with "
+            "complete_external (payload kept as callback_result), fail_external or "
+            "retry_external. Nothing was changed.",
+            state=JobState.WAITING_EXTERNAL.value,
+        )
+
+
 def _resolution(resolved: Resolved) -> CallbackResolution:
     action = {"complete": "completed", "fail": "failed"}.get(resolved.action, "ignored")
     return CallbackResolution(
@@ -117,12 +137,22 @@ class AsyncCallbackMixin:
     async def _apply(self, req: ResolveRequest, tx: AsyncTransaction | None) -> Resolved:
         if tx is not None:
             with translate_errors(self.schema):
-                resolved = await apply_resolution(tx.connection, self.schema, self.registry, req)
+                try:
+                    resolved = await apply_resolution(
+                        tx.connection, self.schema, self.registry, req
+                    )
+                except CallbackNotFound:
+                    await _refuse_parked(tx.connection, self.schema, req)
+                    raise
             tx.after_commit.append(functools.partial(self._resolved, resolved))
             return resolved
         async with self.connection() as conn:
             with translate_errors(self.schema):
-                resolved = await apply_resolution(conn, self.schema, self.registry, req)
+                try:
+                    resolved = await apply_resolution(conn, self.schema, self.registry, req)
+                except CallbackNotFound:
+                    await _refuse_parked(conn, self.schema, req)
+                    raise
         self._resolved(resolved)
         return resolved
 
@@ -156,11 +186,13 @@ class AsyncCallbackMixin:
         return (await self._apply(_fail(callback_id, error), tx)).row
 
     async def retry_external(self, callback_id: Any) -> JobRow:
-        """Run the parked job of ``callback_id`` again now, with a fresh retry budget.
+        """Run the parked job of ``callback_id`` again now, as its next attempt.
 
         Applies to ``waiting_external`` only: the job becomes ``available`` with
-        ``attempt`` 0 and ``run_at`` now, its queue is woken, and
-        ``on_retried_enqueue`` specs fire. Returns the ``available`` row.
+        ``run_at`` now, its queue is woken, and ``on_retried_enqueue`` specs fire.
+        The attempt count is kept, so ``max_attempts`` bounds how often an outside
+        sender can retry: when the parked attempt was the last one, the job is
+        exhausted instead (``failed``, ``on_exhausted_enqueue``). Returns the row.
         """
         return (await self._apply(_retry(callback_id), None)).row
 
@@ -173,9 +205,10 @@ class AsyncCallbackMixin:
 
         The job goes back to ``running`` (same attempt and run lease) and the
         handler's ``wait_for_callback`` returns ``payload``. No event and no
-        follow-up: the handler produces the attempt's outcome. On a job parked by
-        returning ``WaitForCallback`` no handler is left to take the payload: the
-        job is rescued as stale and retried.
+        follow-up: the handler produces the attempt's outcome. A job parked by
+        returning ``WaitForCallback`` has no handler left to take the payload: the
+        call raises :class:`wai.InvalidStateError` and changes nothing (use
+        ``complete_external``, ``fail_external`` or ``retry_external`` there).
         """
         return (await self._apply(_resume(callback_id, payload), None)).row
 

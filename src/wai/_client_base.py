@@ -372,7 +372,8 @@ class ClientBase(RegistrationMixin, CallbackMixin, DlqMixin, CronMixin, OutboxMi
         error entry ``"cancelled by operator"``. When it was running (or parked on
         a callback), its worker is notified in the same transaction and the
         attempt's ``job.is_cancelled()`` turns true; whatever the attempt returns
-        afterwards is fenced off. Raises :class:`wai.JobNotFound`, or
+        afterwards is fenced off. ``run_lease`` goes up by one, so each cancel
+        has its own outbox row and follow-ups. Raises :class:`wai.JobNotFound`, or
         :class:`wai.InvalidStateError` for a completed, failed or cancelled job.
         """
         job_id = check_job_id(job_id)
@@ -389,11 +390,14 @@ class ClientBase(RegistrationMixin, CallbackMixin, DlqMixin, CronMixin, OutboxMi
     def retry(self, job_id: int) -> JobRow:
         """Run a failed, cancelled or waiting_external job again, now.
 
-        The job becomes ``available`` with ``attempt`` reset to 0 (a fresh retry
-        budget), ``run_at`` now, and its finalization, heartbeat, deadline and
-        callback cleared; its error history is kept. Its queue's workers are
-        woken. Raises :class:`wai.JobNotFound`, or :class:`wai.InvalidStateError`
-        for a job in any other state.
+        The job becomes ``available`` with ``run_at`` now, and its finalization,
+        heartbeat, deadline and callback cleared; its error history is kept. Its
+        ``attempt`` count is kept, so ``max_attempts`` still bounds the job; one
+        with no attempt left gets exactly one more (``max_attempts = attempt +
+        1``). ``run_lease`` goes up by one, so the follow-ups of a later cancel
+        are its own. Its queue's workers are woken. Raises
+        :class:`wai.JobNotFound`, or :class:`wai.InvalidStateError` for a job in
+        any other state.
         """
         job_id = check_job_id(job_id)
         with self.connection() as conn:

@@ -27,6 +27,7 @@ from wai.queues import QueueSettings
 
 __all__ = [
     "callback_channel",
+    "callback_request_remember",
     "cancel_channel",
     "channel",
     "job_age_priority",
@@ -35,11 +36,13 @@ __all__ = [
     "job_callback_heartbeat",
     "job_callback_lock",
     "job_callback_park_in_place",
+    "job_callback_parked",
     "job_callback_register",
     "job_callback_resume",
     "job_callback_retry",
     "job_callback_take",
     "job_callback_unpark",
+    "job_callback_wait_specs",
     "job_cancel",
     "job_claim",
     "job_copy",
@@ -829,13 +832,32 @@ def job_callback_register(
 
 def job_callback_park_in_place(
     conn: Connection[Any], schema: str, *, job_id: int, run_lease: int, callback_id: UUID
-) -> bool:
-    """Mark a handler waiting for ``callback_id`` as waiting_external; False if nothing matched."""
-    cur = conn.execute(
-        query("job_callback_park_in_place", schema),
+) -> JobRow | None:
+    """Mark a handler waiting for ``callback_id`` as waiting_external; its row, or None."""
+    rows = _rows(
+        conn,
+        "job_callback_park_in_place",
+        schema,
         {"id": job_id, "run_lease": run_lease, "callback_id": callback_id},
     )
-    return cur.fetchone() is not None
+    return rows[0] if rows else None
+
+
+def job_callback_wait_specs(
+    conn: Connection[Any], schema: str, *, job_id: int, run_lease: int
+) -> set[str]:
+    """Lineage spec names of the follow-ups of one attempt's waits in place."""
+    cur = conn.execute(
+        query("job_callback_wait_specs", schema), {"id": job_id, "run_lease": run_lease}
+    )
+    return {r[0] for r in cur.fetchall()}
+
+
+def job_callback_parked(conn: Connection[Any], schema: str, callback_id: UUID) -> int | None:
+    """The id of the job parked by ``WaitForCallback`` on ``callback_id``, if any."""
+    cur = conn.execute(query("job_callback_parked", schema), {"callback_id": callback_id})
+    rec = cur.fetchone()
+    return None if rec is None else int(rec[0])
 
 
 def job_callback_unpark(conn: Connection[Any], schema: str, *, job_id: int, run_lease: int) -> None:
@@ -850,6 +872,15 @@ def job_callback_take(
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(query("job_callback_take", schema), {"id": job_id, "run_lease": run_lease})
         return cur.fetchone()
+
+
+def callback_request_remember(
+    conn: Connection[Any], schema: str, *, digest: bytes, ttl: float
+) -> bool:
+    """Remember a signed callback request for ``ttl`` seconds; False if it was seen (replay)."""
+    cur = conn.execute(query("callback_request_remember", schema), {"digest": digest, "ttl": ttl})
+    rec = cur.fetchone()
+    return bool(rec is not None and rec[0])
 
 
 def job_callback_lock(

@@ -26,6 +26,7 @@ from wai.queues import QueueSettings
 
 __all__ = [
     "callback_channel",
+    "callback_request_remember",
     "cancel_channel",
     "channel",
     "job_age_priority",
@@ -34,11 +35,13 @@ __all__ = [
     "job_callback_heartbeat",
     "job_callback_lock",
     "job_callback_park_in_place",
+    "job_callback_parked",
     "job_callback_register",
     "job_callback_resume",
     "job_callback_retry",
     "job_callback_take",
     "job_callback_unpark",
+    "job_callback_wait_specs",
     "job_cancel",
     "job_claim",
     "job_copy",
@@ -840,13 +843,34 @@ async def job_callback_register(
 
 async def job_callback_park_in_place(
     conn: AsyncConnection[Any], schema: str, *, job_id: int, run_lease: int, callback_id: UUID
-) -> bool:
-    """Mark a handler waiting for ``callback_id`` as waiting_external; False if nothing matched."""
-    cur = await conn.execute(
-        query("job_callback_park_in_place", schema),
+) -> JobRow | None:
+    """Mark a handler waiting for ``callback_id`` as waiting_external; its row, or None."""
+    rows = await _rows(
+        conn,
+        "job_callback_park_in_place",
+        schema,
         {"id": job_id, "run_lease": run_lease, "callback_id": callback_id},
     )
-    return await cur.fetchone() is not None
+    return rows[0] if rows else None
+
+
+async def job_callback_wait_specs(
+    conn: AsyncConnection[Any], schema: str, *, job_id: int, run_lease: int
+) -> set[str]:
+    """Lineage spec names of the follow-ups of one attempt's waits in place."""
+    cur = await conn.execute(
+        query("job_callback_wait_specs", schema), {"id": job_id, "run_lease": run_lease}
+    )
+    return {r[0] for r in await cur.fetchall()}
+
+
+async def job_callback_parked(
+    conn: AsyncConnection[Any], schema: str, callback_id: UUID
+) -> int | None:
+    """The id of the job parked by ``WaitForCallback`` on ``callback_id``, if any."""
+    cur = await conn.execute(query("job_callback_parked", schema), {"callback_id": callback_id})
+    rec = await cur.fetchone()
+    return None if rec is None else int(rec[0])
 
 
 async def job_callback_unpark(
@@ -865,6 +889,17 @@ async def job_callback_take(
             query("job_callback_take", schema), {"id": job_id, "run_lease": run_lease}
         )
         return await cur.fetchone()
+
+
+async def callback_request_remember(
+    conn: AsyncConnection[Any], schema: str, *, digest: bytes, ttl: float
+) -> bool:
+    """Remember a signed callback request for ``ttl`` seconds; False if it was seen (replay)."""
+    cur = await conn.execute(
+        query("callback_request_remember", schema), {"digest": digest, "ttl": ttl}
+    )
+    rec = await cur.fetchone()
+    return bool(rec is not None and rec[0])
 
 
 async def job_callback_lock(

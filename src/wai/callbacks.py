@@ -298,7 +298,7 @@ _APPLIES_TO = {
     "complete": "waiting_external or running",
     "fail": "waiting_external or running",
     "retry": "waiting_external",
-    "resume": "waiting_external or running",
+    "resume": "running or waiting in place (wait_for_callback)",
     "heartbeat": "waiting_external or running",
     "resolve": "waiting_external or running",
 }
@@ -372,6 +372,15 @@ def resolution_outcome(action: str, row: JobRow, error: str | None) -> Outcome |
             event="exhausted",
             error=error,
             terminal=True,
+        )
+    if action == "retry" and row.state is JobState.FAILED:
+        # retry_external on a job whose parked attempt was its last: exhausted instead.
+        return Outcome(
+            job_id=row.id,
+            run_lease=row.run_lease,
+            state=JobState.FAILED,
+            event="exhausted",
+            error=str(row.errors[-1]["error"]) if row.errors else RETRY_ERROR,
         )
     if action == "retry":
         return Outcome(

@@ -1,17 +1,22 @@
 """Signing and verifying HTTP callback requests: pure functions, no I/O, no web framework.
 
 The HTTP ingress (:mod:`wai.ingress`) accepts ``POST /callbacks/{callback_id}/{action}``
-only with two headers::
+only with these headers::
 
     X-Wai-Timestamp: <unix seconds, an integer>
-    X-Wai-Signature: v1=<hex of HMAC-SHA256(secret, signed bytes)>
+    X-Wai-Nonce: <16 to 128 characters of A-Z a-z 0-9 _ ->      (v2 only)
+    X-Wai-Signature: v2=<hex of HMAC-SHA256(secret, signed bytes)>
 
-where the signed bytes are ``f"{timestamp}.{callback_id}.{action}.".encode() + body``:
-the timestamp header's text, the callback id exactly as it appears in the path (after
-percent-decoding), the action, each followed by a dot, then the raw request body. The
-secret is at least :data:`MIN_SECRET_BYTES` bytes, shared with the sender. A timestamp
-more than ``tolerance`` seconds away from the receiver's clock is refused, so a captured
-request cannot be replayed outside that window.
+Two versions of the signature exist. ``v2`` (what :func:`sign` makes) signs
+``f"{timestamp}.{nonce}.{callback_id}.{action}.".encode() + body``; ``v1`` (no nonce
+header, still accepted) signs ``f"{timestamp}.{callback_id}.{action}.".encode() + body``:
+the timestamp header's text, the nonce header's text, the callback id exactly as it
+appears in the path (after percent-decoding), the action, each followed by a dot, then
+the raw request body. The secret is at least :data:`MIN_SECRET_BYTES` bytes, shared with
+the sender. A timestamp more than ``tolerance`` seconds away from the receiver's clock is
+refused, so a captured request cannot be replayed outside that window; inside it, the
+ingress remembers every signature it applied (in PostgreSQL) and refuses the same one
+again. The nonce makes two identical requests sent in the same second distinct.
 
 The sender (an outside system, or a test) builds the headers with :func:`sign` and the
 address with :func:`callback_url`; the ingress checks them with :func:`verify`.
@@ -22,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+import secrets
 import time
 from urllib.parse import quote
 from uuid import UUID
@@ -32,11 +38,13 @@ __all__ = [
     "ACTIONS",
     "DEFAULT_TOLERANCE",
     "MIN_SECRET_BYTES",
+    "NONCE_HEADER",
     "SIGNATURE_HEADER",
     "TIMESTAMP_HEADER",
     "InvalidSignature",
     "callback_url",
     "check_secret",
+    "new_nonce",
     "sign",
     "signature",
     "verify",
@@ -48,8 +56,11 @@ ACTIONS: tuple[str, ...] = ("complete", "fail", "retry", "resume", "heartbeat")
 #: The header carrying the signing time, in integer unix seconds.
 TIMESTAMP_HEADER = "X-Wai-Timestamp"
 
-#: The header carrying ``v1=<hex HMAC-SHA256>``.
+#: The header carrying ``v2=<hex HMAC-SHA256>`` (``v1=`` without a nonce).
 SIGNATURE_HEADER = "X-Wai-Signature"
+
+#: The header carrying the request's nonce (signature ``v2``): unique per request.
+NONCE_HEADER = "X-Wai-Nonce"
 
 #: The shortest secret accepted: 32 bytes (256 bits, the size of the HMAC-SHA256 output).
 MIN_SECRET_BYTES = 32
@@ -58,7 +69,8 @@ MIN_SECRET_BYTES = 32
 DEFAULT_TOLERANCE = 300.0
 
 _TIMESTAMP = re.compile(r"[0-9]{1,15}")
-_SIGNATURE = re.compile(r"v1=([0-9a-fA-F]{64})")
+_SIGNATURE = re.compile(r"(v[12])=([0-9a-fA-F]{64})")
+_NONCE = re.compile(r"[A-Za-z0-9_-]{16,128}")
 
 
 class InvalidSignature(WaiError):
@@ -87,11 +99,27 @@ def _check_action(action: str) -> str:
 
 
 def signature(
-    secret: bytes, callback_id: str | UUID, action: str, body: bytes, timestamp: int | str
+    secret: bytes,
+    callback_id: str | UUID,
+    action: str,
+    body: bytes,
+    timestamp: int | str,
+    nonce: str | None = None,
 ) -> str:
-    """The hex HMAC-SHA256 of ``f"{timestamp}.{callback_id}.{action}.".encode() + body``."""
-    message = f"{timestamp}.{callback_id}.{action}.".encode() + body
+    """The hex HMAC-SHA256 of a request's signed bytes.
+
+    ``f"{timestamp}.{nonce}.{callback_id}.{action}.".encode() + body`` with a nonce
+    (signature ``v2``), ``f"{timestamp}.{callback_id}.{action}.".encode() + body``
+    without one (``v1``).
+    """
+    head = f"{timestamp}." if nonce is None else f"{timestamp}.{nonce}."
+    message = f"{head}{callback_id}.{action}.".encode() + body
     return hmac.new(secret, message, hashlib.sha256).hexdigest()
+
+
+def new_nonce() -> str:
+    """A fresh random nonce for :data:`NONCE_HEADER` (22 URL-safe characters)."""
+    return secrets.token_urlsafe(16)
 
 
 def sign(
@@ -100,20 +128,39 @@ def sign(
     action: str,
     body: bytes,
     timestamp: int | None = None,
+    *,
+    nonce: str | bool = True,
 ) -> dict[str, str]:
-    """The headers of a signed callback request: timestamp, signature and JSON content type.
+    """The headers of a signed callback request: timestamp, nonce, signature, content type.
 
     ``timestamp`` defaults to now (integer unix seconds); ``body`` is the exact bytes
-    to send.
+    to send. ``nonce=True`` (the default) draws a random nonce and signs ``v2``; a
+    string is used as the nonce (16 to 128 characters of ``A-Za-z0-9_-``);
+    ``nonce=False`` makes the older ``v1`` signature, without a nonce. Send each
+    request with a fresh nonce: the ingress refuses a signature it already applied,
+    so a retry of the *same* request after a ``5xx`` is fine, but two distinct
+    requests must differ.
     """
     key = check_secret(secret)
     ts = int(time.time()) if timestamp is None else int(timestamp)
-    digest = signature(key, str(callback_id), _check_action(action), body, ts)
-    return {
-        TIMESTAMP_HEADER: str(ts),
-        SIGNATURE_HEADER: f"v1={digest}",
-        "Content-Type": "application/json",
-    }
+    headers = {TIMESTAMP_HEADER: str(ts)}
+    if nonce is False:
+        value = None
+        version = "v1"
+    else:
+        value = new_nonce() if nonce is True else _check_nonce(nonce)
+        headers[NONCE_HEADER] = value
+        version = "v2"
+    digest = signature(key, str(callback_id), _check_action(action), body, ts, value)
+    headers[SIGNATURE_HEADER] = f"{version}={digest}"
+    headers["Content-Type"] = "application/json"
+    return headers
+
+
+def _check_nonce(nonce: object) -> str:
+    if not isinstance(nonce, str) or _NONCE.fullmatch(nonce) is None:
+        raise ValidationError(f"a nonce is 16 to 128 characters of A-Z a-z 0-9 _ -, got {nonce!r}")
+    return nonce
 
 
 def callback_url(base_url: str, callback_id: str | UUID, action: str) -> str:
@@ -130,14 +177,17 @@ def verify(
     *,
     timestamp: str | None,
     signature_header: str | None,
+    nonce: str | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
     now: float | None = None,
-) -> None:
+) -> str:
     """Check a request's headers; raises :class:`InvalidSignature` saying what is wrong.
 
-    ``timestamp`` and ``signature_header`` are the values of :data:`TIMESTAMP_HEADER`
-    and :data:`SIGNATURE_HEADER` (None when absent). The digests are compared in
-    constant time.
+    ``timestamp``, ``signature_header`` and ``nonce`` are the values of
+    :data:`TIMESTAMP_HEADER`, :data:`SIGNATURE_HEADER` and :data:`NONCE_HEADER` (None
+    when absent): with a nonce the signature must be ``v2``, without one ``v1``. The
+    digests are compared in constant time. Returns the verified digest (lowercase
+    hex), which identifies the request: a receiver remembers it to refuse replays.
     """
     if timestamp is None:
         raise InvalidSignature(f"missing {TIMESTAMP_HEADER} header")
@@ -152,7 +202,18 @@ def verify(
         raise InvalidSignature(f"missing {SIGNATURE_HEADER} header")
     match = _SIGNATURE.fullmatch(signature_header.strip())
     if match is None:
-        raise InvalidSignature(f"{SIGNATURE_HEADER} must be 'v1=<64 hex digits>'")
-    expected = signature(secret, callback_id, action, body, timestamp)
-    if not hmac.compare_digest(expected, match[1].lower()):
+        raise InvalidSignature(
+            f"{SIGNATURE_HEADER} must be 'v2=<64 hex digits>' (or 'v1=...' without a nonce)"
+        )
+    if nonce is not None and _NONCE.fullmatch(nonce) is None:
+        raise InvalidSignature(f"{NONCE_HEADER} must be 16 to 128 characters of A-Za-z0-9_-")
+    version = "v1" if nonce is None else "v2"
+    if match[1] != version:
+        raise InvalidSignature(
+            f"a {match[1]} signature {'needs' if match[1] == 'v2' else 'takes no'} "
+            f"{NONCE_HEADER} header"
+        )
+    expected = signature(secret, callback_id, action, body, timestamp, nonce)
+    if not hmac.compare_digest(expected, match[2].lower()):
         raise InvalidSignature("signature does not match")
+    return expected

@@ -453,7 +453,10 @@ def _cmd_jobs_retry(args: argparse.Namespace, stack: contextlib.ExitStack) -> in
     if args.json:
         print(_tables.json_text(row))
     else:
-        print(f"job {row.id} retried: available now on queue {row.queue!r}, attempt reset to 0")
+        print(
+            f"job {row.id} retried: available now on queue {row.queue!r}, "
+            f"attempt {row.attempt + 1} of {row.max_attempts} next"
+        )
     return 0
 
 

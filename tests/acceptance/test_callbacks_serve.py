@@ -111,7 +111,10 @@ async def test_callbacks_serve_completes_a_parked_job_and_refuses_a_forged_one(
             response = await http.post(url, content=body, headers=signed)
             assert response.status_code == 200, response.text
             assert response.json() == {"job_id": row.id, "state": "completed"}
-            assert (await http.post(url, content=body, headers=signed)).status_code == 404
+            # a replay of the applied request is refused; a new one finds the id spent
+            assert (await http.post(url, content=body, headers=signed)).status_code == 409
+            again = sign(SECRET.encode(), cid, "complete", body)
+            assert (await http.post(url, content=body, headers=again)).status_code == 404
         done = await aclient.get_job(row.id)
         assert (done.state, done.callback_result) == ("completed", {"charge": "ch_1"})
         [receipt] = await aclient.list_jobs(trigger_job_id=row.id)

@@ -34,6 +34,7 @@ from tests.integration._helpers import (
     wait_for,
     wait_job,
 )
+from wai.maintenance import OutboxSweeper
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -103,7 +104,8 @@ async def test_cancel_a_waiting_job(aclient: wai.AsyncClient, admin: Admin, stat
     assert row.state == wai.JobState.CANCELLED
     assert row.finalized_at is not None
     assert (row.heartbeat_at, row.deadline_at, row.callback_id) == (None, None, None)
-    assert (row.attempt, row.run_lease, row.args) == (before.attempt, before.run_lease, before.args)
+    assert (row.attempt, row.args) == (before.attempt, before.args)
+    assert row.run_lease == before.run_lease + 1  # a cancel is a lease of its own
     assert row.errors[:-1] == before.errors  # history kept, one entry added
     entry = row.errors[-1]
     assert entry["error"] == "cancelled by operator"
@@ -127,6 +129,8 @@ async def test_cancel_a_live_attempt_notifies_its_worker(
     assert (row.heartbeat_at, row.deadline_at) == (None, None)
     assert (row.callback_id, row.callback_timeout_at) == (None, None)
     assert row.errors[-1]["attempt"] == 1
+    assert row.run_lease == 2
+    # the worker is told with the lease of the attempt it runs
     assert [json.loads(p) for p in payloads] == [{"job_id": before.id, "run_lease": 1}]
 
 
@@ -217,7 +221,7 @@ async def test_cancel_leaves_the_outbox_row_of_its_followups(
     with pytest.raises(wai.InvalidStateError):
         await admin("cancel", finished.id)
     assert await outbox(aclient) == [
-        (running.id, 1, "cancelled", {"reason": "cancelled by operator"})
+        (running.id, 2, "cancelled", {"reason": "cancelled by operator"})
     ]
 
 
@@ -259,11 +263,45 @@ async def test_admin_cancel_enqueues_the_cancelled_followups(
     assert await outbox(aclient) == []  # dispatched exactly once
 
 
+@pytest.mark.parametrize("dispatched_between", [True, False], ids=["swept", "pending"])
+async def test_each_of_two_cancels_gets_its_followup(
+    aclient: wai.AsyncClient, admin: Admin, dispatched_between: bool
+) -> None:
+    """cancel → retry → cancel: two committed cancels, two follow-ups.
+
+    ``swept``: a process with the registry dispatched the first cancel's outbox row
+    before the second cancel (its lineage must not swallow the second). ``pending``:
+    the first row still waits in the outbox when the second cancel writes its own.
+    """
+
+    @aclient.on_cancelled_enqueue(Work, name="refund")
+    def refund(args: Work, job: wai.JobRow, reason: str) -> Refund:
+        return Refund(n=args.n)
+
+    sweeper = OutboxSweeper(aclient.pool, aclient.schema, aclient.registry, interval=60)
+    job = await aclient.insert(
+        Work(n=3), queue="q", run_at=await db_now(aclient) + timedelta(hours=1)
+    )
+    first = await admin("cancel", job.id)
+    if dispatched_between:
+        assert (await sweeper.run_once()).dispatched == 1
+    await admin("retry", job.id)
+    second = await admin("cancel", job.id)
+    await sweeper.run_once()
+
+    followups = await aclient.list_jobs(trigger_job_id=job.id)
+    triggers = sorted((f.trigger.run_lease, f.trigger.outcome) for f in followups if f.trigger)
+    assert triggers == [(first.run_lease, "cancelled"), (second.run_lease, "cancelled")]
+    assert first.run_lease < second.run_lease
+    assert [f.args for f in followups] == [{"n": 3}, {"n": 3}]
+    assert await outbox(aclient) == []
+
+
 # -- retry ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("state", ["failed", "cancelled", "waiting_external"])
-async def test_retry_makes_the_job_available_now_with_a_fresh_budget(
+async def test_retry_makes_the_job_available_now_keeping_its_attempts(
     aclient: wai.AsyncClient, admin: Admin, state: str
 ) -> None:
     before = await make(aclient, state)
@@ -280,12 +318,14 @@ async def test_retry_makes_the_job_available_now_with_a_fresh_budget(
 
     assert row == await aclient.get_job(before.id)
     assert row.state == wai.JobState.AVAILABLE
-    assert row.attempt == 0
+    assert row.attempt == before.attempt  # kept: max_attempts still bounds the job
     assert start <= row.run_at <= await db_now(aclient)
     assert (row.finalized_at, row.heartbeat_at, row.deadline_at) == (None, None, None)
     assert (row.callback_id, row.callback_timeout_at) == (None, None)
     assert row.errors == before.errors  # history kept
-    assert (row.run_lease, row.max_attempts) == (before.run_lease, before.max_attempts)
+    assert row.run_lease == before.run_lease + 1
+    # an exhausted job (failed at 3 of 3) gets exactly one more attempt
+    assert row.max_attempts == (4 if state == "failed" else before.max_attempts)
     assert woken == ["q"]
     expected = [{"job_id": before.id, "run_lease": 1}] if state == "waiting_external" else []
     assert [json.loads(p) for p in stopped] == expected
@@ -332,10 +372,10 @@ async def test_retry_reruns_a_failed_job_to_completion(
         done = await wait_job(aclient, job.id, "completed")
 
     assert retried.state == wai.JobState.AVAILABLE
-    assert calls == [1, 1]  # the retry started again from attempt 1
+    assert calls == [1, 2]  # the retry is the job's next attempt
     assert done.errors == failed.errors
     assert "not yet" in done.errors[0]["error"]
-    assert done.run_lease == failed.run_lease + 1
+    assert done.run_lease == failed.run_lease + 2  # the retry's lease, then the claim's
 
 
 # -- unknown and hostile ids ---------------------------------------------------------------
@@ -451,7 +491,8 @@ async def test_drain_cancels_only_the_jobs_waiting_to_run(
     assert [json.loads(p) for p in payloads] == [expected]
     reason = {"reason": "cancelled by operator: queue drained"}
     waiting = sorted((before[state] for state in WAITING), key=lambda r: r.id)
-    assert await outbox(aclient) == [(r.id, r.run_lease, "cancelled", reason) for r in waiting]
+    # each cancel has a lease of its own
+    assert await outbox(aclient) == [(r.id, r.run_lease + 1, "cancelled", reason) for r in waiting]
     assert await admin("drain_queue", "d") == 0
     assert await admin("drain_queue", "no-such-queue") == 0
 

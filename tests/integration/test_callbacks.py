@@ -90,6 +90,18 @@ async def parked(
     return after, cid
 
 
+async def waiting_in_place(client: wai.AsyncClient) -> tuple[wai.JobRow, uuid.UUID]:
+    """A Pay job whose handler waits in place on a fresh callback (job.wait_for_callback)."""
+    row, cid = await claimed(client)
+    async with client.connection() as conn:
+        waiting = await db.job_callback_park_in_place(
+            conn, client.schema, job_id=row.id, run_lease=row.run_lease, callback_id=cid
+        )
+    assert waiting is not None
+    assert waiting.heartbeat_at is not None
+    return waiting, cid
+
+
 async def call(
     flavor: str, aclient: wai.AsyncClient, sclient: wai.Client, method: str, *args: Any
 ) -> Any:
@@ -180,18 +192,63 @@ async def test_fail_external_needs_a_string_error(aclient: wai.AsyncClient) -> N
 
 
 @pytest.mark.parametrize("flavor", FLAVORS)
-async def test_retry_external_makes_the_job_available_with_a_fresh_budget(
+async def test_retry_external_makes_the_job_available_keeping_its_attempts(
     aclient: wai.AsyncClient, sclient: wai.Client, flavor: str
 ) -> None:
-    _row, cid = await parked(aclient)
+    row, cid = await parked(aclient)
     before = await db_now(aclient)
     retried = await call(flavor, aclient, sclient, "retry_external", cid)
     assert retried.state == "available"
-    assert retried.attempt == 0
+    assert retried.attempt == row.attempt == 1  # the next claim makes it attempt 2
     assert retried.run_at <= await db_now(aclient)
     assert retried.run_at >= before - timedelta(seconds=1)
     assert (retried.callback_id, retried.heartbeat_at, retried.finalized_at) == (None, None, None)
     assert retried.errors[-1]["error"] == "retry requested by external callback"
+    with pytest.raises(wai.CallbackNotFound):
+        await call(flavor, aclient, sclient, "retry_external", cid)
+
+
+@pytest.mark.parametrize("flavor", FLAVORS)
+async def test_retry_external_cannot_loop_a_job_past_max_attempts(
+    aclient: wai.AsyncClient, sclient: wai.Client, flavor: str
+) -> None:
+    errors: list[tuple[str, int]] = []
+    for client in (aclient, sclient):
+        client.registry.add_spec(
+            Pay,
+            "exhausted",
+            lambda a, j, e, n: errors.append((e, n)) or Receipt(a.order),
+            with_request=False,
+        )
+        client.registry.add_spec(Pay, "retried", lambda *a: Receipt(0), with_request=False)
+    row, cid = await parked(aclient, max_attempts=2)
+    await call(flavor, aclient, sclient, "retry_external", cid)  # attempt 1 of 2: retried
+    async with aclient.connection() as conn:
+        [again] = await db.job_claim(
+            conn, aclient.schema, queue="q", limit=1, deadlines={}, default_deadline=None
+        )
+        assert (again.id, again.attempt) == (row.id, 2)
+        cid = uuid.uuid4()
+        await db.job_callback_register(
+            conn,
+            aclient.schema,
+            job_id=row.id,
+            run_lease=again.run_lease,
+            callback_id=cid,
+            timeout=60,
+            expressions=CallbackExpressions(),
+        )
+        await db.job_callback_park_in_place(  # any park will do; heartbeat does not matter
+            conn, aclient.schema, job_id=row.id, run_lease=again.run_lease, callback_id=cid
+        )
+    exhausted = await call(flavor, aclient, sclient, "retry_external", cid)
+    assert exhausted.state == "failed"
+    assert exhausted.finalized_at is not None
+    message = "retry requested by external callback, but no attempt is left (attempt 2 of 2)"
+    assert exhausted.errors[-1]["error"] == message
+    assert errors == [(message, 2)]
+    outcomes = sorted(f.trigger.outcome for f in await followups_of(aclient, row.id) if f.trigger)
+    assert outcomes == ["exhausted", "retried"]
     with pytest.raises(wai.CallbackNotFound):
         await call(flavor, aclient, sclient, "retry_external", cid)
 
@@ -208,7 +265,7 @@ async def test_retry_external_does_not_apply_to_a_running_job(aclient: wai.Async
 async def test_resume_external_hands_the_payload_back_to_running(
     aclient: wai.AsyncClient, sclient: wai.Client, flavor: str
 ) -> None:
-    row, cid = await parked(aclient)
+    row, cid = await waiting_in_place(aclient)
     resumed = await call(flavor, aclient, sclient, "resume_external", cid, [1, "two"])
     assert resumed.state == "running"
     assert resumed.heartbeat_at is not None
@@ -217,6 +274,20 @@ async def test_resume_external_hands_the_payload_back_to_running(
     assert (resumed.attempt, resumed.run_lease) == (row.attempt, row.run_lease)
     with pytest.raises(wai.CallbackNotFound):
         await call(flavor, aclient, sclient, "resume_external", cid)
+
+
+@pytest.mark.parametrize("flavor", FLAVORS)
+async def test_resume_external_of_a_parked_job_is_refused_and_changes_nothing(
+    aclient: wai.AsyncClient, sclient: wai.Client, flavor: str
+) -> None:
+    row, cid = await parked(aclient)  # WaitForCallback: no handler left to take a payload
+    with pytest.raises(wai.InvalidStateError, match="complete_external") as err:
+        await call(flavor, aclient, sclient, "resume_external", cid, {"x": 1})
+    assert f"job {row.id} was parked by returning WaitForCallback" in str(err.value)
+    assert err.value.state == "waiting_external"
+    assert await aclient.get_job(row.id) == row  # not an ownerless running row
+    done = await call(flavor, aclient, sclient, "complete_external", cid, {"x": 1})
+    assert (done.state, done.callback_result) == ("completed", {"x": 1})
 
 
 async def test_resume_external_with_no_payload_still_leaves_a_result(
@@ -422,7 +493,7 @@ async def test_a_client_without_specs_leaves_an_outbox_row_for_a_worker(
 async def test_resume_and_heartbeat_enqueue_nothing(aclient: wai.AsyncClient) -> None:
     for outcome in ("completed", "retried", "exhausted"):
         aclient.registry.add_spec(Pay, outcome, lambda *a: Receipt(1), with_request=False)
-    row, cid = await parked(aclient)
+    row, cid = await waiting_in_place(aclient)
     await aclient.heartbeat_callback(cid, 60)
     await aclient.resume_external(cid, 1)
     assert await followups_of(aclient, row.id) == []
@@ -510,7 +581,7 @@ async def test_every_in_tx_variant_works(aclient: wai.AsyncClient) -> None:
     async with aclient.transaction() as tx:
         assert (await aclient.heartbeat_callback_in_tx(tx, cid, 60)).callback_id == cid
         assert (await aclient.retry_external_in_tx(tx, cid)).state == "available"
-    _, cid = await parked(aclient)
+    _, cid = await waiting_in_place(aclient)
     async with aclient.transaction() as tx:
         assert (await aclient.resume_external_in_tx(tx, cid, 1)).state == "running"
     _, cid = await parked(aclient)
@@ -554,7 +625,7 @@ async def test_resolutions_fire_hooks_in_a_process_running_a_runtime(
         _, c1 = await parked(aclient)
         _, c2 = await parked(aclient)
         _, c3 = await parked(aclient)
-        _, c4 = await parked(aclient)
+        _, c4 = await waiting_in_place(aclient)
         await aclient.complete_external(c1, "x")
         await aclient.fail_external(c2, "boom")
         await aclient.retry_external(c3)

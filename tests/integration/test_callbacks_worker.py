@@ -343,6 +343,126 @@ async def test_two_sequential_waits_in_one_attempt(aclient: wai.AsyncClient, fla
     assert done.callback_id is None
 
 
+@pytest.mark.parametrize("flavor", FLAVORS)
+async def test_each_wait_in_place_emits_its_event_and_commits_its_followups(
+    aclient: wai.AsyncClient, flavor: str
+) -> None:
+    """A wait in place is a running → waiting_external transition like a park: its
+    WaitingForCallback event and on_waiting_for_callback_enqueue follow-ups fire, once
+    per wait (two waits of one attempt share its run lease, so lineage names the
+    callback), committed with the transition itself."""
+    tokens: list[wai.CallbackToken] = []
+    seen_rows: list[wai.JobRow] = []
+    if flavor == "async":
+
+        @aclient.task(Pay, queue="q")
+        async def pay(job: wai.Job[Pay]) -> None:
+            for step in range(2):
+                token = await job.register_callback(timeout=60)
+                tokens.append(token)
+                if step == 0:  # a wait that times out, then a wait again on the same id
+                    with pytest.raises(TimeoutError):
+                        await job.wait_for_callback(token, timeout=0.2)
+                await job.wait_for_callback(token)
+
+    else:
+
+        @aclient.task(Pay, queue="q")
+        def pay_sync(job: wai.Job[Pay]) -> None:
+            for step in range(2):
+                token = job.register_callback_sync(timeout=60)
+                tokens.append(token)
+                if step == 0:
+                    with pytest.raises(TimeoutError):
+                        job.wait_for_callback_sync(token, timeout=0.2)
+                job.wait_for_callback_sync(token)
+
+    events: list[wai.events.JobEvent] = []
+    aclient.on_event(Pay, events.append)
+
+    @aclient.on_waiting_for_callback_enqueue(Pay, name="watch")
+    def watch(args: Pay, job: wai.JobRow) -> Watch:
+        seen_rows.append(job)
+        return Watch(order=args.order)
+
+    async def watches() -> list[wai.JobRow]:
+        return await aclient.list_jobs(trigger_job_id=job.id)
+
+    async with serving(aclient, {"q": 1}):
+        job = await aclient.insert(Pay(order=5))
+        await wait_for(lambda: len(tokens) == 1)
+        first = await wait_job(
+            aclient, job.id, lambda r: r.state == "waiting_external" and r.callback_id is not None
+        )
+        # the follow-up is there as soon as the row shows the wait: same transaction
+        [one] = await watches()
+        # after its timeout, the handler waits again on the same callback
+        await wait_for(
+            lambda: sum(isinstance(e, wai.events.WaitingForCallback) for e in events) >= 2
+        )
+        await wait_job(aclient, job.id, "waiting_external")
+        await aclient.resume_external(tokens[0].id, "one")
+        await wait_for(lambda: len(tokens) == 2)
+        await wait_job(
+            aclient,
+            job.id,
+            lambda r: r.state == "waiting_external" and r.callback_id == tokens[1].id,
+        )
+        await aclient.resume_external(tokens[1].id, "two")
+        await wait_job(aclient, job.id, "completed")
+        await wait_for(lambda: len(events) >= 5)
+
+    assert first.heartbeat_at is not None  # a wait in place, not a park
+    followups = await watches()
+    triggers = sorted((f.trigger.run_lease, f.trigger.spec) for f in followups if f.trigger)
+    # three waits (the first one twice on one callback), two callbacks: two follow-ups
+    assert triggers == sorted((first.run_lease, f"watch@{t.id}") for t in (tokens[0], tokens[1]))
+    assert one.trigger == wai.Trigger(
+        job_id=job.id,
+        run_lease=first.run_lease,
+        outcome="waiting_for_callback",
+        spec=f"watch@{tokens[0].id}",
+    )
+    assert {f.args["order"] for f in followups} == {5}
+    assert [r.callback_id for r in seen_rows][-1] == tokens[1].id
+    waits = [e for e in events if isinstance(e, wai.events.WaitingForCallback)]
+    assert [e.job.callback_id for e in waits] == [tokens[0].id, tokens[0].id, tokens[1].id]
+    assert all(e.job.state == "waiting_external" for e in waits)
+    assert waits[0].args == Pay(order=5)
+    assert [type(e) for e in events][-1] is wai.events.Completed
+
+
+async def test_a_failing_wait_followup_rolls_the_wait_back_and_fails_the_attempt(
+    aclient: wai.AsyncClient,
+) -> None:
+    seen: list[BaseException] = []
+
+    @aclient.task(Pay, queue="q", max_attempts=1)
+    async def pay(job: wai.Job[Pay]) -> None:
+        token = await job.register_callback(timeout=60)
+        try:
+            await job.wait_for_callback(token)
+        except wai.FollowUpError as exc:
+            seen.append(exc)
+            raise
+
+    def broken(args: Pay, job: wai.JobRow) -> Watch:
+        raise RuntimeError("watch service down")
+
+    aclient.on_waiting_for_callback_enqueue(Pay, broken, name="watch")
+    events: list[wai.events.JobEvent] = []
+    aclient.on_event(Pay, events.append)
+    async with serving(aclient, {"q": 1}):
+        job = await aclient.insert(Pay(order=1))
+        failed = await wait_job(aclient, job.id, "failed")
+        await asyncio.sleep(0.1)
+    assert "watch service down" in str(seen[0])
+    assert "'watch'" in failed.errors[-1]["error"]
+    assert await aclient.list_jobs(trigger_job_id=job.id) == []
+    # the wait never committed: no WaitingForCallback, and the row never showed it
+    assert not any(isinstance(e, wai.events.WaitingForCallback) for e in events)
+
+
 async def test_a_resume_that_beats_the_wait_is_not_lost(aclient: wai.AsyncClient) -> None:
     tokens: list[wai.CallbackToken] = []
     gate = threading.Event()

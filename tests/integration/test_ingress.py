@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
+import pydantic
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -24,8 +25,14 @@ from starlette.routing import Mount
 
 import wai
 from tests.integration._helpers import count, fetch
-from tests.integration.test_callbacks import Pay, Receipt, claimed, parked
-from wai.callbacks_sign import SIGNATURE_HEADER, TIMESTAMP_HEADER, callback_url, sign
+from tests.integration.test_callbacks import Pay, Receipt, claimed, parked, waiting_in_place
+from wai.callbacks_sign import (
+    NONCE_HEADER,
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    callback_url,
+    sign,
+)
 from wai.ingress import RETRY_AFTER, create_callback_app
 from wai.ingress._body import parse_body
 
@@ -87,7 +94,8 @@ async def snapshot(client: wai.AsyncClient) -> tuple[Any, ...]:
 async def test_every_action_resolves_a_parked_job(
     aclient: wai.AsyncClient, http: httpx.AsyncClient, action: str, body: Any, state: str
 ) -> None:
-    row, cid = await parked(aclient)
+    # resume answers a handler waiting in place; the other actions a parked job
+    row, cid = await (waiting_in_place(aclient) if action == "resume" else parked(aclient))
     response = await post(http, cid, action, body_of(body))
     assert response.status_code == 200, response.text
     assert response.json() == {"job_id": row.id, "state": state}
@@ -220,10 +228,61 @@ async def test_a_request_replayed_outside_the_window_is_refused(
         assert response.status_code == 401
         assert "window" in response.json()["error"]
         assert await snapshot(aclient) == before
-    # Inside the window the same request applies, once; its replay finds the id spent.
+    # Inside the window the same request applies, once; its replay is refused.
     assert (await http.post(url, content=body, headers=captured)).status_code == 200
-    assert (await http.post(url, content=body, headers=captured)).status_code == 404
+    replay = await http.post(url, content=body, headers=captured)
+    assert replay.status_code == 409
+    assert "replay" in replay.json()["error"]
     assert (await aclient.get_job(row.id)).callback_result == "captured"
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+async def test_a_replayed_heartbeat_is_refused_by_every_ingress_of_the_database(
+    aclient: wai.AsyncClient, http: httpx.AsyncClient, version: str
+) -> None:
+    """A heartbeat never spends its id: without a memory of applied requests, a captured
+    one could push the callback's timeout out again and again within the window."""
+    row, cid = await parked(aclient)
+    body = b'{"timeout": 3600}'
+    captured = sign(SECRET, cid, "heartbeat", body, nonce=version == "v2")
+    url = callback_url(BASE, cid, "heartbeat")
+    assert (await http.post(url, content=body, headers=captured)).status_code == 200
+    # time passes: the timeout is near again when the attacker replays the request
+    await fetch(
+        aclient,
+        "UPDATE wai.jobs SET callback_timeout_at = now() + interval '1 minute' WHERE id = %s",
+        (row.id,),
+    )
+    before = await snapshot(aclient)
+    other = create_callback_app(aclient, secret=SECRET)  # another process, same database
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=other)) as elsewhere:
+        for sender in (http, elsewhere):
+            replay = await sender.post(url, content=body, headers=captured)
+            assert replay.status_code == 409, replay.text
+            assert "already applied" in replay.json()["error"]
+    assert await snapshot(aclient) == before  # the timeout did not move
+    # a new request of the sender (a fresh nonce) still works
+    fresh = sign(SECRET, cid, "heartbeat", body)
+    assert fresh[NONCE_HEADER] != captured.get(NONCE_HEADER)
+    assert (await http.post(url, content=body, headers=fresh)).status_code == 200
+
+
+async def test_remembered_requests_expire_and_are_deleted_by_later_ones(
+    aclient: wai.AsyncClient, http: httpx.AsyncClient
+) -> None:
+    _row, cid = await parked(aclient)
+    await fetch(
+        aclient,
+        "INSERT INTO wai.callback_requests (digest, expires_at)"
+        " SELECT sha256(i::text::bytea), now() - interval '1 second'"
+        " FROM generate_series(1, 150) AS i",
+    )
+    response = await post(http, cid, "heartbeat", b'{"timeout": 60}')
+    assert response.status_code == 200
+    # 100 expired ones deleted by this insert, the request itself remembered
+    assert await fetch(aclient, "SELECT count(*) FROM wai.callback_requests") == [(51,)]
+    live = "SELECT count(*) FROM wai.callback_requests WHERE expires_at > now() + interval '600s'"
+    assert await fetch(aclient, live) == [(1,)]  # kept past twice the 300 s window
 
 
 # -- refused: id, size, type, body ------------------------------------------------------------
@@ -334,8 +393,53 @@ async def test_a_failing_followup_is_503_then_the_retry_succeeds_once(
     assert response.status_code == 200
     assert response.json() == {"job_id": row.id, "state": "completed"}
     assert len(await aclient.list_jobs(trigger_job_id=row.id)) == 1
-    assert (await http.post(url, content=body, headers=headers)).status_code == 404
+    assert (await http.post(url, content=body, headers=headers)).status_code == 409  # replay
+    assert (await post(http, cid, "complete", body)).status_code == 404  # a new one: spent
     assert len(await aclient.list_jobs(trigger_job_id=row.id)) == 1
+
+
+class Invoice(pydantic.BaseModel):
+    """A follow-up whose (user-written) serializer raises: not a FollowUpError."""
+
+    order: int
+
+    @pydantic.field_serializer("order")
+    def _order(self, value: int) -> int:
+        raise RuntimeError("serializer bug")
+
+
+async def test_an_unexpected_error_of_user_code_is_503_and_changes_nothing(
+    aclient: wai.AsyncClient, http: httpx.AsyncClient
+) -> None:
+    aclient.on_completed_enqueue(Pay, lambda args, job: Invoice(order=args.order), name="inv")
+    row, cid = await parked(aclient)
+    before = await snapshot(aclient)
+    body = body_of({"payload": 1})
+    headers = sign(SECRET, cid, "complete", body)
+    url = callback_url(BASE, cid, "complete")
+    response = await http.post(url, content=body, headers=headers)
+    assert response.status_code == 503, response.text
+    assert response.headers["Retry-After"] == str(RETRY_AFTER)
+    error = response.json()["error"]
+    assert "PydanticSerializationError" in error
+    assert "rolled back" in error
+    assert await snapshot(aclient) == before
+    # nothing was remembered either: the same request may be redelivered
+    assert await fetch(aclient, "SELECT count(*) FROM wai.callback_requests") == [(0,)]
+    assert (await aclient.get_job(row.id)).callback_id == cid
+
+
+async def test_resume_of_a_parked_job_is_409_and_changes_nothing(
+    aclient: wai.AsyncClient, http: httpx.AsyncClient
+) -> None:
+    row, cid = await parked(aclient)
+    before = await snapshot(aclient)
+    response = await post(http, cid, "resume", b'{"payload": 1}')
+    assert response.status_code == 409
+    assert "complete_external" in response.json()["error"]
+    assert await snapshot(aclient) == before
+    assert (await post(http, cid, "complete", b'{"payload": 1}')).status_code == 200
+    assert (await aclient.get_job(row.id)).state == "completed"
 
 
 # -- settings -------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import pytest
 
 import wai
 from wai.callbacks_sign import (
+    NONCE_HEADER,
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
     InvalidSignature,
@@ -26,7 +27,32 @@ CID = uuid.UUID("6f1c2b7e-0d1a-4c55-9a8e-2f3b4c5d6e7f")
 
 def test_sign_follows_the_documented_recipe() -> None:
     body = b'{"payload":{"paid":12}}'
-    headers = sign(SECRET, CID, "complete", body, timestamp=1_700_000_000)
+    nonce = "n0nce-0123456789_abc"
+    headers = sign(SECRET, CID, "complete", body, timestamp=1_700_000_000, nonce=nonce)
+    message = f"1700000000.{nonce}.{CID}.complete.".encode() + body
+    expected = hmac.new(SECRET, message, hashlib.sha256).hexdigest()
+    assert headers == {
+        TIMESTAMP_HEADER: "1700000000",
+        NONCE_HEADER: nonce,
+        SIGNATURE_HEADER: f"v2={expected}",
+        "Content-Type": "application/json",
+    }
+    digest = verify(
+        SECRET,
+        str(CID),
+        "complete",
+        body,
+        timestamp="1700000000",
+        nonce=nonce,
+        signature_header=f"v2={expected.upper()}",
+        now=1_700_000_100,
+    )
+    assert digest == expected  # what the ingress remembers to refuse a replay
+
+
+def test_sign_v1_without_a_nonce_is_still_accepted() -> None:
+    body = b'{"payload":{"paid":12}}'
+    headers = sign(SECRET, CID, "complete", body, timestamp=1_700_000_000, nonce=False)
     message = f"1700000000.{CID}.complete.".encode() + body
     expected = hmac.new(SECRET, message, hashlib.sha256).hexdigest()
     assert headers == {
@@ -45,7 +71,7 @@ def test_sign_follows_the_documented_recipe() -> None:
     )
 
 
-def test_sign_defaults_to_now_and_checks_its_inputs() -> None:
+def test_sign_defaults_to_now_and_a_fresh_nonce_and_checks_its_inputs() -> None:
     headers = sign(SECRET, CID, "retry", b"{}")
     verify(
         SECRET,
@@ -53,8 +79,15 @@ def test_sign_defaults_to_now_and_checks_its_inputs() -> None:
         "retry",
         b"{}",
         timestamp=headers[TIMESTAMP_HEADER],
+        nonce=headers[NONCE_HEADER],
         signature_header=headers[SIGNATURE_HEADER],
     )
+    again = sign(SECRET, CID, "retry", b"{}", timestamp=int(headers[TIMESTAMP_HEADER]))
+    assert again[NONCE_HEADER] != headers[NONCE_HEADER]
+    assert again[SIGNATURE_HEADER] != headers[SIGNATURE_HEADER]  # two requests, two ids
+    for bad in ("short", "x" * 129, "no spaces allowed here", ""):
+        with pytest.raises(wai.ValidationError, match="nonce"):
+            sign(SECRET, CID, "retry", b"{}", nonce=bad)
     with pytest.raises(wai.ValidationError, match="action must be one of"):
         sign(SECRET, CID, "resolve", b"{}")
     with pytest.raises(ValueError, match="at least 32 bytes"):
@@ -77,7 +110,7 @@ def test_callback_url_encodes_the_id() -> None:
 
 
 def _good(ts: int = 1000) -> dict[str, str]:
-    return sign(SECRET, CID, "complete", b"{}", timestamp=ts)
+    return sign(SECRET, CID, "complete", b"{}", timestamp=ts, nonce=False)
 
 
 @pytest.mark.parametrize(
@@ -96,8 +129,9 @@ def _good(ts: int = 1000) -> dict[str, str]:
         ("1000", _good()[SIGNATURE_HEADER], 1301, "outside the ±300s window"),
         ("1000", _good()[SIGNATURE_HEADER], 699, "outside the ±300s window"),
         ("1000", None, 1000, "missing X-Wai-Signature"),
-        ("1000", "v2=" + "0" * 64, 1000, "v1=<64 hex digits>"),
-        ("1000", _good()[SIGNATURE_HEADER][:-1], 1000, "v1=<64 hex digits>"),
+        ("1000", "v2=" + "0" * 64, 1000, "a v2 signature needs X-Wai-Nonce"),
+        ("1000", "v3=" + "0" * 64, 1000, "v2=<64 hex digits>"),
+        ("1000", _good()[SIGNATURE_HEADER][:-1], 1000, "v2=<64 hex digits>"),
         ("1000", "v1=" + "0" * 64, 1000, "does not match"),
         ("1001", _good()[SIGNATURE_HEADER], 1000, "does not match"),
     ],
@@ -115,6 +149,28 @@ def test_verify_says_what_is_wrong(
             signature_header=signature,
             now=now,
         )
+
+
+def test_verify_checks_the_nonce() -> None:
+    v2 = sign(SECRET, CID, "complete", b"{}", timestamp=1000, nonce="a" * 16)
+    ts, sig = v2[TIMESTAMP_HEADER], v2[SIGNATURE_HEADER]
+    v1 = _good()[SIGNATURE_HEADER]
+    for nonce, signature, message in [
+        ("b" * 16, sig, "does not match"),  # the nonce is signed
+        ("a" * 15, sig, "16 to 128 characters"),
+        ("a" * 16, v1, "a v1 signature takes no X-Wai-Nonce"),
+    ]:
+        with pytest.raises(InvalidSignature, match=message):
+            verify(
+                SECRET,
+                str(CID),
+                "complete",
+                b"{}",
+                timestamp=ts,
+                nonce=nonce,
+                signature_header=signature,
+                now=1000,
+            )
 
 
 def test_verify_binds_the_id_the_action_the_body_and_the_secret() -> None:

@@ -8,9 +8,13 @@ from typing import Any
 import psycopg
 from psycopg_pool import PoolTimeout
 
+from wai import _db_async as db
+from wai._client_base_async import AsyncTransaction
+from wai._translate import translate_errors
 from wai.callbacks_sign import (
     ACTIONS,
     DEFAULT_TOLERANCE,
+    NONCE_HEADER,
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
     InvalidSignature,
@@ -18,7 +22,13 @@ from wai.callbacks_sign import (
     verify,
 )
 from wai.client import AsyncClient
-from wai.errors import CallbackNotFound, DatabaseError, FollowUpError, ValidationError
+from wai.errors import (
+    CallbackNotFound,
+    DatabaseError,
+    FollowUpError,
+    InvalidStateError,
+    ValidationError,
+)
 from wai.ingress._body import CallbackBody, parse_body
 from wai.job import JobRow
 
@@ -42,6 +52,13 @@ RETRY_AFTER = 5
 
 _JSON_TYPES = ("application/json",)
 
+#: Seconds a remembered request outlives the freshness window's far edge (clock slack).
+_REMEMBER_SLACK = 60.0
+
+
+class _Replayed(Exception):
+    """The signed request was already applied: refuse it (409), roll back."""
+
 
 def create_callback_app(
     client: AsyncClient,
@@ -60,9 +77,14 @@ def create_callback_app(
     Every request is checked before the database is touched: the body size
     (``max_body`` bytes, else 413), the JSON content type (415), the signature of
     :mod:`wai.callbacks_sign` with a timestamp within ``tolerance`` seconds (401),
-    and the body's fields (400). Then: unknown, stale or resolved id → 404; a
-    failing follow-up (the resolution rolled back) or an unavailable database →
-    503 with ``Retry-After``; success → 200 ``{"job_id": ..., "state": ...}``.
+    and the body's fields (400). Then, in one transaction with the resolution, the
+    request's signature is remembered in ``<schema>.callback_requests`` until it
+    could no longer pass the timestamp check: the same signed request again (a
+    replay, from any process of the database) → 409. Unknown, stale or resolved id
+    → 404; ``resume`` of a job parked by ``WaitForCallback`` → 409; a failing
+    follow-up or any other exception of user code (the resolution rolled back) or
+    an unavailable database → 503 with ``Retry-After``; success → 200
+    ``{"job_id": ..., "state": ...}``.
     Errors are ``{"error": "..."}``. ``secret`` shorter than 32 bytes is a
     ``ValueError``.
     """
@@ -73,7 +95,10 @@ def create_callback_app(
         raise ValidationError(f"tolerance must be > 0 seconds, got {tolerance!r}")
     ingress = _Ingress(client, key, max_body, float(tolerance))
     route = Route("/callbacks/{callback_id}/{action}", ingress.handle, methods=["POST"])
-    return Starlette(routes=[route])
+    app = Starlette(routes=[route])
+    # A path that only misses its action ("/callbacks/x/") is a 404, not a 307 redirect.
+    app.router.redirect_slashes = False
+    return app
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
@@ -101,13 +126,14 @@ class _Ingress:
         if isinstance(body, Response):
             return body
         try:
-            verify(
+            digest = verify(
                 self.secret,
                 callback_id,
                 action,
                 body,
                 timestamp=request.headers.get(TIMESTAMP_HEADER),
                 signature_header=request.headers.get(SIGNATURE_HEADER),
+                nonce=request.headers.get(NONCE_HEADER),
                 tolerance=self.tolerance,
             )
         except InvalidSignature as exc:
@@ -117,7 +143,7 @@ class _Ingress:
             parsed = parse_body(action, body)
         except ValidationError as exc:
             return _error(400, str(exc))
-        return await self._resolve(callback_id, parsed)
+        return await self._resolve(callback_id, parsed, bytes.fromhex(digest))
 
     async def _read(self, request: Request) -> bytes | Response:
         """The body, or the 400/413 response when it is malformed or too large."""
@@ -134,12 +160,21 @@ class _Ingress:
                 return _error(413, f"the body exceeds {self.max_body} bytes")
         return bytes(body)
 
-    async def _resolve(self, callback_id: str, parsed: CallbackBody) -> Response:
+    async def _resolve(self, callback_id: str, parsed: CallbackBody, digest: bytes) -> Response:
         retry = {"Retry-After": str(RETRY_AFTER)}
         try:
-            row = await self._call(callback_id, parsed)
+            row = await self._apply(callback_id, parsed, digest)
+        except _Replayed:
+            logger.info("callback %s refused: a replay of an applied request", parsed.action)
+            return _error(
+                409,
+                "this signed request was already applied (a replay); sign each request "
+                f"with a fresh {NONCE_HEADER}",
+            )
         except CallbackNotFound as exc:
             return _error(404, str(exc))
+        except InvalidStateError as exc:
+            return _error(409, str(exc))
         except ValidationError as exc:
             return _error(400, str(exc))
         except FollowUpError as exc:
@@ -148,19 +183,44 @@ class _Ingress:
         except (DatabaseError, psycopg.OperationalError, PoolTimeout) as exc:
             logger.warning("callback %s: database error: %s", parsed.action, exc)
             return _error(503, "the database is unavailable; send the request again", retry)
+        except Exception as exc:
+            # User code of the resolution (a follow-up closure, the args type) raised
+            # something else: the transaction rolled back, so the sender may retry.
+            logger.exception("callback %s rolled back: unexpected error", parsed.action)
+            return _error(
+                503,
+                f"the resolution failed with {type(exc).__name__} (details in the server "
+                "log) and was rolled back, nothing was changed; send the request again",
+                retry,
+            )
         body: dict[str, Any] = {"job_id": row.id, "state": row.state.value}
         return JSONResponse(body)
 
-    async def _call(self, callback_id: str, parsed: CallbackBody) -> JobRow:
+    async def _apply(self, callback_id: str, parsed: CallbackBody, digest: bytes) -> JobRow:
+        """Remember the request and resolve, in one transaction: both or neither."""
+        client = self.client
+        async with client.transaction() as tx:
+            with translate_errors(client.schema):
+                fresh = await db.callback_request_remember(
+                    tx.connection,
+                    client.schema,
+                    digest=digest,
+                    ttl=2 * self.tolerance + _REMEMBER_SLACK,
+                )
+            if not fresh:
+                raise _Replayed
+            return await self._call(tx, callback_id, parsed)
+
+    async def _call(self, tx: AsyncTransaction, callback_id: str, parsed: CallbackBody) -> JobRow:
         client = self.client
         match parsed.action:
             case "complete":
-                return await client.complete_external(callback_id, parsed.payload)
+                return await client.complete_external_in_tx(tx, callback_id, parsed.payload)
             case "fail":
-                return await client.fail_external(callback_id, parsed.error)
+                return await client.fail_external_in_tx(tx, callback_id, parsed.error)
             case "retry":
-                return await client.retry_external(callback_id)
+                return await client.retry_external_in_tx(tx, callback_id)
             case "resume":
-                return await client.resume_external(callback_id, parsed.payload)
+                return await client.resume_external_in_tx(tx, callback_id, parsed.payload)
             case _:
-                return await client.heartbeat_callback(callback_id, parsed.timeout)
+                return await client.heartbeat_callback_in_tx(tx, callback_id, parsed.timeout)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import uuid
 from typing import Any
@@ -13,11 +14,18 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
+from wai import _producer_async as producer
 from wai._translate import translate_errors
 from wai.callbacks import CallbackExpressions
 from wai.context import AttemptState
-from wai.errors import StaleAttempt, ValidationError
+from wai.errors import FollowUpError, StaleAttempt, ValidationError, WaiError
+from wai.followups import plan_followups
+from wai.inserts import NewJob
+from wai.job import JobRow, JobState
+from wai.outcomes import Outcome
+from wai.registry import Registry
 from wai.results import CallbackToken
+from wai.worker._hooks import HookDispatcher
 from wai.worker._notifier import parse_cancel
 
 __all__ = ["AttemptCallbacks"]
@@ -34,14 +42,26 @@ class AttemptCallbacks:
     a NOTIFY on ``<schema>.callback`` (see :meth:`notify`), which every
     resolution sends. While it waits, the row is ``waiting_external`` with its
     heartbeat kept fresh by the runtime, so a dead worker is rescued as stale.
+
+    Starting a wait is a transition (running → waiting_external) like a park: its
+    ``on_waiting_for_callback_enqueue`` follow-ups (from ``registry``) commit in the
+    same transaction, and ``hooks`` get its ``WaitingForCallback`` event after commit.
     """
 
     def __init__(
-        self, pool: AsyncConnectionPool[AsyncConnection[Any]], schema: str, poll_interval: float
+        self,
+        pool: AsyncConnectionPool[AsyncConnection[Any]],
+        schema: str,
+        poll_interval: float,
+        *,
+        registry: Registry | None = None,
+        hooks: HookDispatcher | None = None,
     ) -> None:
         self._pool = pool
         self._schema = schema
         self._poll = poll_interval
+        self._registry = registry if registry is not None else Registry()
+        self._hooks = hooks
         self._events: dict[Key, set[asyncio.Event]] = {}
 
     async def register(
@@ -120,15 +140,9 @@ class AttemptCallbacks:
     ) -> Any:
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
-        async with self._pool.connection() as conn:
-            with translate_errors(self._schema):
-                await db.job_callback_park_in_place(
-                    conn,
-                    self._schema,
-                    job_id=state.job_id,
-                    run_lease=state.run_lease,
-                    callback_id=token.id,
-                )
+        parked = await self._park(state, token)
+        if parked is not None and self._hooks is not None:
+            self._hooks.waiting(parked)
         while True:
             event.clear()
             try:
@@ -154,12 +168,78 @@ class AttemptCallbacks:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), pause)
 
+    async def _park(self, state: AttemptState, token: CallbackToken) -> JobRow | None:
+        """running → waiting_external (heartbeat kept) and the wait's follow-ups, atomically.
+
+        Returns the parked row, or None when nothing was parked (the callback was
+        resolved or resumed first: the poll that follows sees it). A failing
+        follow-up spec rolls the park back and raises :class:`wai.FollowUpError`
+        into the handler, whose attempt then fails with that error (SPEC §4.3).
+        """
+        outcome = Outcome(
+            job_id=state.job_id,
+            run_lease=state.run_lease,
+            state=JobState.WAITING_EXTERNAL,
+            event="waiting_for_callback",
+            callback_id=token.id,
+        )
+        wanted = bool(self._registry.specs_for(state.kind, outcome.event))
+        async with self._pool.connection() as conn:
+            with translate_errors(self._schema):
+                async with conn.transaction():
+                    row = await db.job_callback_park_in_place(
+                        conn,
+                        self._schema,
+                        job_id=state.job_id,
+                        run_lease=state.run_lease,
+                        callback_id=token.id,
+                    )
+                    if row is not None and wanted:
+                        await self._followups(conn, row, outcome, token)
+        return row
+
+    async def _followups(
+        self, conn: AsyncConnection[Any], row: JobRow, outcome: Outcome, token: CallbackToken
+    ) -> None:
+        plan = plan_followups(self._registry, [row], {row.id: outcome})
+        if plan.failed:
+            raise plan.failed[row.id]
+        # One attempt may wait in place many times, all under one run lease: each wait's
+        # lineage names its callback, so each gets its follow-ups, exactly once.
+        done = await db.job_callback_wait_specs(
+            conn, self._schema, job_id=row.id, run_lease=row.run_lease
+        )
+        jobs = [j for j in (_per_wait(j, token) for j in plan.jobs) if _spec(j) not in done]
+        try:
+            await producer.insert_followups(conn, self._schema, jobs)
+        except WaiError as exc:
+            raise FollowUpError(f"follow-up insert failed: {exc}") from exc
+
     async def _unpark(self, state: AttemptState) -> None:
         async with self._pool.connection() as conn:
             with translate_errors(self._schema):
                 await db.job_callback_unpark(
                     conn, self._schema, job_id=state.job_id, run_lease=state.run_lease
                 )
+
+
+def wait_spec_name(spec: str, callback_id: uuid.UUID) -> str:
+    """The lineage spec name of a wait in place's follow-up: ``"<spec>@<callback id>"``."""
+    return f"{spec}@{callback_id}"
+
+
+def _per_wait(job: NewJob, token: CallbackToken) -> NewJob:
+    trigger = job.trigger
+    assert trigger is not None
+    job_id, lease, outcome, spec = trigger
+    return dataclasses.replace(
+        job, trigger=(job_id, lease, outcome, wait_spec_name(spec, token.id))
+    )
+
+
+def _spec(job: NewJob) -> str:
+    assert job.trigger is not None
+    return job.trigger[3]
 
 
 def _check_live(state: AttemptState, token: CallbackToken, rec: dict[str, Any] | None) -> None:
@@ -173,7 +253,7 @@ def _check_live(state: AttemptState, token: CallbackToken, rec: dict[str, Any] |
         return
     if rec is None:
         what = "was deleted"
-    elif rec["run_lease"] != state.run_lease:
+    elif rec["run_lease"] != state.run_lease and rec["state"] in ("waiting_external", "running"):
         what = "was claimed again by another attempt"
     else:
         what = (

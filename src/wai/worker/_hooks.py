@@ -97,6 +97,11 @@ class HookDispatcher:
             if event is not None:
                 self.emit(event)
 
+    def waiting(self, row: JobRow) -> None:
+        """Emit ``WaitingForCallback`` for a handler that started waiting in place."""
+        if self.wanted(row.kind):
+            self.emit(WaitingForCallback(job=row, args=self._args(row)))
+
     def resolved(self, outcome: Outcome, row: JobRow) -> None:
         """Emit the event of a callback resolution this process committed (duration 0)."""
         if self.wanted(row.kind):

@@ -75,7 +75,13 @@ class Runtime:
         self.recorder = Recorder(self)
         self.hooks = HookDispatcher(client.registry)
         self.sweeper: OutboxSweeper | None = None
-        self.callbacks = AttemptCallbacks(client.pool, client.schema, settings.poll_interval)
+        self.callbacks = AttemptCallbacks(
+            client.pool,
+            client.schema,
+            settings.poll_interval,
+            registry=client.registry,
+            hooks=self.hooks,
+        )
 
     # -- lifecycle --------------------------------------------------------------------
 

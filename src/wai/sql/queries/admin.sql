@@ -8,16 +8,24 @@
 -- A cancel (one job or a drain) leaves an outbox row in the same statement, like rescue:
 -- the `on_cancelled_enqueue` follow-ups are dispatched by a process that holds the specs,
 -- so the cancel commits with its follow-ups' durable record and runs no user code.
+--
+-- Cancel, drain and retry advance `run_lease`, as a claim does: follow-up lineage and the
+-- outbox are keyed by (job, run lease, outcome), so cancel → retry → cancel of one job
+-- must be two leases for its two cancels to get a follow-up each. The attempt that may
+-- still run under the old lease is fenced as before (it no longer matches), and the
+-- NOTIFY that tells its worker to stop carries that old lease (`target.run_lease`).
 
 -- name: job_cancel :one
 -- Cancel one non-terminal job; an attempt that may live in a worker is told to stop.
--- Leaves the outbox row of its Cancelled follow-ups.
+-- Leaves the outbox row of its Cancelled follow-ups; advances the run lease.
 WITH target AS (
-    SELECT id, state AS prev_state FROM {schema}.jobs WHERE id = %(id)s::bigint FOR UPDATE
+    SELECT id, state AS prev_state, run_lease AS prev_lease
+    FROM {schema}.jobs WHERE id = %(id)s::bigint FOR UPDATE
 ),
 cancelled AS (
     UPDATE {schema}.jobs AS j
     SET state = 'cancelled',
+        run_lease = j.run_lease + 1,
         finalized_at = now(),
         heartbeat_at = NULL,
         deadline_at = NULL,
@@ -31,7 +39,7 @@ cancelled AS (
 ),
 notified AS (
     SELECT pg_notify(%(cancel_channel)s,
-                     json_build_object('job_id', c.id, 'run_lease', c.run_lease)::text)
+                     json_build_object('job_id', c.id, 'run_lease', t.prev_lease)::text)
     FROM cancelled AS c, target AS t
     WHERE t.prev_state IN ('running', 'waiting_external')
 ),
@@ -48,15 +56,20 @@ FROM target AS t LEFT JOIN cancelled AS c ON true
 WHERE (SELECT count(*) FROM notified) >= 0 AND (SELECT count(*) FROM outboxed) >= 0;
 
 -- name: job_retry :one
--- Make a failed, cancelled or waiting_external job available now with a fresh retry
--- budget; its error history stays. Wakes the queue, and tells a parked attempt to stop.
+-- Make a failed, cancelled or waiting_external job available now; its error history
+-- stays. The attempt count is kept (each claim adds one), so max_attempts still bounds
+-- how often the job runs: a job with no attempt left gets exactly one more
+-- (max_attempts = attempt + 1), as in River and Oban. Advances the run lease. Wakes the
+-- queue, and tells a parked attempt (old lease) to stop.
 WITH target AS (
-    SELECT id, state AS prev_state FROM {schema}.jobs WHERE id = %(id)s::bigint FOR UPDATE
+    SELECT id, state AS prev_state, run_lease AS prev_lease
+    FROM {schema}.jobs WHERE id = %(id)s::bigint FOR UPDATE
 ),
 retried AS (
     UPDATE {schema}.jobs AS j
     SET state = 'available',
-        attempt = 0,
+        run_lease = j.run_lease + 1,
+        max_attempts = greatest(j.max_attempts, j.attempt + 1),
         run_at = now(),
         finalized_at = NULL,
         heartbeat_at = NULL,
@@ -65,14 +78,14 @@ retried AS (
         callback_timeout_at = NULL
     FROM target AS t
     WHERE j.id = t.id AND t.prev_state IN ('failed', 'cancelled', 'waiting_external')
-    RETURNING j.*, t.prev_state AS retried_from
+    RETURNING j.*, t.prev_state AS retried_from, t.prev_lease
 ),
 woken AS (
     SELECT pg_notify(%(channel)s, r.queue) FROM retried AS r
 ),
 stopped AS (
     SELECT pg_notify(%(cancel_channel)s,
-                     json_build_object('job_id', r.id, 'run_lease', r.run_lease)::text)
+                     json_build_object('job_id', r.id, 'run_lease', r.prev_lease)::text)
     FROM retried AS r WHERE r.retried_from = 'waiting_external'
 )
 SELECT t.prev_state::text AS prev_state, r.*
@@ -105,9 +118,9 @@ SELECT resumed.* FROM resumed WHERE (SELECT count(*) FROM woken) >= 0;
 -- name: queue_drain :one
 -- Cancel every job of a queue that is waiting to run (available, scheduled, retryable,
 -- waiting_external); running attempts are left alone. Returns how many were cancelled.
--- Each leaves the outbox row of its Cancelled follow-ups.
+-- Each leaves the outbox row of its Cancelled follow-ups and advances its run lease.
 WITH target AS (
-    SELECT id, state AS prev_state FROM {schema}.jobs
+    SELECT id, state AS prev_state, run_lease AS prev_lease FROM {schema}.jobs
     WHERE queue = %(queue)s
       AND state IN ('available', 'scheduled', 'retryable', 'waiting_external')
     ORDER BY id
@@ -116,6 +129,7 @@ WITH target AS (
 drained AS (
     UPDATE {schema}.jobs AS j
     SET state = 'cancelled',
+        run_lease = j.run_lease + 1,
         finalized_at = now(),
         heartbeat_at = NULL,
         deadline_at = NULL,
@@ -126,18 +140,18 @@ drained AS (
     FROM target AS t
     WHERE j.id = t.id
       AND j.state IN ('available', 'scheduled', 'retryable', 'waiting_external')
-    RETURNING j.*, t.prev_state
+    RETURNING j.*, t.prev_state, t.prev_lease
 ),
 stopped AS (
     SELECT pg_notify(%(cancel_channel)s,
-                     json_build_object('job_id', d.id, 'run_lease', d.run_lease)::text)
+                     json_build_object('job_id', d.id, 'run_lease', d.prev_lease)::text)
     FROM drained AS d WHERE d.prev_state = 'waiting_external'
 ),
 outboxed AS (
     INSERT INTO {schema}.outbox (job_id, run_lease, kind, outcome, detail, job)
     SELECT d.id, d.run_lease, d.kind, 'cancelled',
            jsonb_build_object('reason', 'cancelled by operator: queue drained'),
-           to_jsonb(d) - 'prev_state'
+           to_jsonb(d) - 'prev_state' - 'prev_lease'
     FROM drained AS d
     ON CONFLICT (job_id, run_lease, outcome) DO NOTHING
     RETURNING 1

@@ -26,13 +26,21 @@ WHERE id = %(id)s AND state = 'running' AND run_lease = %(run_lease)s
 RETURNING callback_timeout_at;
 
 -- name: job_callback_park_in_place :one
--- A handler starts waiting for its callback: waiting_external, heartbeat kept.
+-- A handler starts waiting for its callback: waiting_external, heartbeat kept. Returns the
+-- row, which the WaitingForCallback event and follow-ups of the wait are given.
 UPDATE {schema}.jobs
 SET state = 'waiting_external',
     heartbeat_at = now()
 WHERE id = %(id)s AND state = 'running' AND run_lease = %(run_lease)s
   AND callback_id = %(callback_id)s::uuid
-RETURNING id;
+RETURNING *;
+
+-- name: job_callback_wait_specs :many
+-- The lineage spec names of the follow-ups already enqueued for the waits in place of one
+-- attempt: waiting again on the same callback (after a wait timeout) adds none.
+SELECT trigger_spec FROM {schema}.jobs
+WHERE trigger_job_id = %(id)s AND trigger_run_lease = %(run_lease)s
+  AND trigger_outcome = 'waiting_for_callback';
 
 -- name: job_callback_unpark :exec
 -- A handler stops waiting without a result (its own timeout): back to running.
@@ -125,13 +133,16 @@ notified AS (
 SELECT done.* FROM done WHERE (SELECT count(*) FROM notified) >= 0;
 
 -- name: job_callback_retry :one
--- retry_external: waiting_external → available now with a fresh retry budget.
+-- retry_external: waiting_external → available now, for another attempt. The attempt
+-- count is kept (the next claim adds one), so an outside sender cannot loop a job
+-- forever: on a job whose parked attempt was its last (attempt >= max_attempts) the
+-- retry exhausts it instead → failed, the error entry saying no attempt is left.
 WITH done AS (
     UPDATE {schema}.jobs AS j
-    SET state = 'available',
-        attempt = 0,
+    SET state = CASE WHEN j.attempt >= j.max_attempts THEN 'failed'
+                     ELSE 'available' END::{schema}.job_state,
         run_at = now(),
-        finalized_at = NULL,
+        finalized_at = CASE WHEN j.attempt >= j.max_attempts THEN now() END,
         heartbeat_at = NULL,
         deadline_at = NULL,
         callback_id = NULL,
@@ -142,12 +153,16 @@ WITH done AS (
         callback_transform = NULL,
         callback_result = NULL,
         errors = j.errors || jsonb_build_array(jsonb_build_object(
-            'error', %(error)s::text, 'attempt', j.attempt, 'at', now()))
+            'error', CASE WHEN j.attempt >= j.max_attempts
+                          THEN %(error)s::text || ', but no attempt is left (attempt '
+                               || j.attempt || ' of ' || j.max_attempts || ')'
+                          ELSE %(error)s::text END,
+            'attempt', j.attempt, 'at', now()))
     WHERE j.callback_id = %(callback_id)s::uuid AND j.state = 'waiting_external'
     RETURNING j.*
 ),
 woken AS (
-    SELECT pg_notify(%(channel)s, d.queue) FROM done AS d
+    SELECT pg_notify(%(channel)s, d.queue) FROM done AS d WHERE d.state = 'available'
 ),
 notified AS (
     SELECT pg_notify(%(callback_channel)s,
@@ -158,8 +173,10 @@ SELECT done.* FROM done
 WHERE (SELECT count(*) FROM woken) >= 0 AND (SELECT count(*) FROM notified) >= 0;
 
 -- name: job_callback_resume :one
--- resume_external: waiting_external or running → running, the payload left for the
--- handler waiting in place; heartbeat refreshed, callback fields cleared.
+-- resume_external: a handler waiting in place (waiting_external with a heartbeat), or one
+-- that registered and has not started waiting yet (running) → running, the payload left
+-- for it; heartbeat refreshed, callback fields cleared. A job parked by returning
+-- WaitForCallback (no heartbeat: no handler left to take a payload) is not matched.
 WITH done AS (
     UPDATE {schema}.jobs AS j
     SET state = 'running',
@@ -171,7 +188,8 @@ WITH done AS (
         callback_on_fail = NULL,
         callback_transform = NULL,
         callback_result = %(payload)s::jsonb
-    WHERE j.callback_id = %(callback_id)s::uuid AND j.state IN ('waiting_external', 'running')
+    WHERE j.callback_id = %(callback_id)s::uuid
+      AND (j.state = 'running' OR (j.state = 'waiting_external' AND j.heartbeat_at IS NOT NULL))
     RETURNING j.*
 ),
 notified AS (
@@ -181,9 +199,40 @@ notified AS (
 )
 SELECT done.* FROM done WHERE (SELECT count(*) FROM notified) >= 0;
 
+-- name: job_callback_parked :one
+-- The id of the job parked (by returning WaitForCallback) on an unresolved callback, if
+-- any: why a resume_external of that callback matched nothing.
+SELECT id FROM {schema}.jobs
+WHERE callback_id = %(callback_id)s::uuid AND state = 'waiting_external'
+  AND heartbeat_at IS NULL;
+
 -- name: job_callback_heartbeat :one
 -- heartbeat_callback: push the callback timeout out to now + timeout.
 UPDATE {schema}.jobs
 SET callback_timeout_at = now() + make_interval(secs => %(timeout)s::float8)
 WHERE callback_id = %(callback_id)s::uuid AND state IN ('waiting_external', 'running')
 RETURNING *;
+
+-- name: callback_request_remember :one
+-- The HTTP ingress is about to apply a signed request: remember its digest until it
+-- expires, in the transaction of the resolution. `fresh` is false when the same
+-- request was already applied (or is being applied by a transaction that then commits):
+-- a replay. Deletes a few expired digests on the way, so the table stays small.
+WITH purged AS (
+    DELETE FROM {schema}.callback_requests
+    WHERE digest IN (
+        SELECT digest FROM {schema}.callback_requests
+        WHERE expires_at < now()
+        ORDER BY expires_at
+        LIMIT 100
+        FOR UPDATE SKIP LOCKED
+    )
+    RETURNING 1
+),
+remembered AS (
+    INSERT INTO {schema}.callback_requests (digest, expires_at)
+    VALUES (%(digest)s::bytea, now() + make_interval(secs => %(ttl)s::float8))
+    ON CONFLICT (digest) DO NOTHING
+    RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM remembered) AS fresh, (SELECT count(*) FROM purged) AS purged;
