@@ -283,5 +283,7 @@ async def apply_resolution(
         if outcome is not None:
             await _followups(conn, schema, registry, changed, outcome)
         if changed.state is JobState.FAILED:
-            await dlq_db.dlq_route(conn, schema, [(changed.id, failure_reason(terminal=True))])
+            # fail_external fails the job now; a retry_external with no attempt left exhausts it
+            terminal = outcome is None or outcome.terminal
+            await dlq_db.dlq_route(conn, schema, [(changed.id, failure_reason(terminal=terminal))])
     return Resolved(row=changed, outcome=outcome, action=req.action, payload=payload)

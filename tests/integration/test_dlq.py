@@ -285,6 +285,32 @@ async def test_fail_external_dead_letters_a_job_of_a_dlq_queue(
     ]
 
 
+async def test_retry_external_on_the_last_attempt_dead_letters_as_exhausted(
+    aclient: wai.AsyncClient,
+) -> None:
+    await dlq_on(aclient)
+    row = await aclient.insert(Work(), queue="q", max_attempts=1)
+    claimed = await claim(aclient)
+    cid = uuid.uuid4()
+    async with aclient.connection() as conn:
+        await db.job_callback_register(
+            conn,
+            aclient.schema,
+            job_id=row.id,
+            run_lease=claimed.run_lease,
+            callback_id=cid,
+            timeout=60,
+            expressions=CallbackExpressions(),
+        )
+        await db.job_callback_park_in_place(
+            conn, aclient.schema, job_id=row.id, run_lease=claimed.run_lease, callback_id=cid
+        )
+    failed = await aclient.retry_external(cid)
+    assert failed.state == "failed"
+    entry = await aclient.get_dlq_entry(row.id)
+    assert entry.reason == "max_attempts_exhausted"  # not a terminal error: out of attempts
+
+
 # -- list, get, depth -------------------------------------------------------------------
 
 
