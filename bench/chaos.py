@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import importlib
 import json
+import logging
 import os
 import random
 import secrets
@@ -36,6 +37,7 @@ import signal
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -63,9 +65,15 @@ POISONS = ("closure", "nul", "surrogate", "huge_retry")
 BATCH = 100
 
 AVAILABLE = "SELECT count(*) FROM wai.jobs WHERE state = 'available'"
+#: Callbacks to send: complete and fail at once (they may beat the park, which wai
+#: accepts), retry once the job is parked (wai answers 404 to a retry that beats it).
 PENDING_CALLBACKS = """
-SELECT callback_id, action, job_id FROM chaos.callbacks
-WHERE resolved_at IS NULL AND action <> 'timeout' ORDER BY at LIMIT 200
+SELECT c.callback_id, c.action, c.job_id FROM chaos.callbacks AS c
+WHERE c.resolved_at IS NULL AND c.action <> 'timeout'
+  AND (c.action <> 'retry' OR EXISTS (
+      SELECT 1 FROM wai.jobs AS j
+      WHERE j.id = c.job_id AND j.callback_id = c.callback_id AND j.state = 'waiting_external'))
+ORDER BY c.at LIMIT 200
 """
 RESOLVED = """
 UPDATE chaos.callbacks AS c SET resolved_at = clock_timestamp(), status = r.status
@@ -83,6 +91,13 @@ SELECT (SELECT count(*) FROM wai.jobs AS j LEFT JOIN chaos.produced AS p ON p.jo
         WHERE o.last_error IS NULL
           AND EXISTS (SELECT 1 FROM chaos.expected_specs AS s
                       WHERE (s.kind, s.outcome) = (o.kind, o.outcome)))
+"""
+#: The last few unfinished jobs, to say what the drain waits for.
+STRAGGLERS = """
+SELECT format('%s %s (%s) %s attempt %s/%s, run_at in %s s', j.id, j.kind, p.mode, j.state,
+              j.attempt, j.max_attempts, round(extract(epoch FROM j.run_at - now())))
+FROM wai.jobs AS j LEFT JOIN chaos.produced AS p ON p.job_id = j.id
+WHERE j.state NOT IN ('completed', 'failed', 'cancelled') ORDER BY j.id LIMIT 3
 """
 CRON_CURSOR = "SELECT cursor_at FROM wai.cron_schedules WHERE name = %s"
 DLQ_ON = """
@@ -136,7 +151,7 @@ def draw(rng: random.Random, n: int, poison_rate: float, app: Any) -> tuple[Any,
         return _flow(app, n, "ok", poison=poison, max_attempts=3)
     r = rng.random()
     if r < 0.40:
-        req = wai.EnqueueRequest(app.Plain(n=n, ms=rng.randint(0, 10)), max_attempts=5)
+        req = wai.EnqueueRequest(app.Plain(n=n, ms=rng.randint(0, 10)), max_attempts=4)
         return req, ("plain", "ok", "", app.QUEUE)
     if r < 0.62:
         return _flow(app, n, "ok")
@@ -163,7 +178,7 @@ def _flow(
     action: str = "",
     poison: str = "",
     queue: str | None = None,
-    max_attempts: int = 5,
+    max_attempts: int = 4,
 ) -> tuple[Any, tuple[str, ...]]:
     queue = queue or app.QUEUE
     args = app.Flow(n=n, mode=mode, fails=fails, action=action, poison=poison)
@@ -394,6 +409,8 @@ async def _progress(db: Db, load: Load, stop: asyncio.Event) -> None:
         with contextlib.suppress(*TRANSIENT):
             jobs, outbox = (await db.rows(PENDING))[0]
             log(f"produced {load.produced}; unfinished jobs {jobs}; outbox due {outbox}")
+            if 0 < jobs <= 3:
+                log("waiting for: " + "; ".join(r[0] for r in await db.rows(STRAGGLERS)))
 
 
 async def finish_cron(db: Db, client: wai.AsyncClient, end: datetime) -> None:
@@ -460,7 +477,7 @@ async def soak_main(opts: Options) -> int:
         chaos_check.print_invariants(results)
         await chaos_check.print_summary(soak.db, phases, dict(injector.counts))
         _print_notes(load, soak)
-        return 1 if any(r.count for r in results) else 0
+        return 1 if any(r.failed for r in results) else 0
     finally:
         await fleet.close()
         cluster.stop()
@@ -479,6 +496,8 @@ def _print_notes(load: Load, soak: Soak) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     opts = parse_args(argv)
+    # the producer's pool reports every reconnection during a restart: expected here
+    logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
 
     async def guarded() -> int:
         task = asyncio.current_task()
@@ -491,6 +510,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("interrupted: processes killed, cluster removed", file=sys.stderr)
         return 130
+    except Exception:  # the soak itself broke: not a verdict on wai
+        traceback.print_exc()
+        print("the soak could not run to the end (exit code 2)", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ FOLLOWUP_QUEUE = "chaos-followups"
 SCHEDULE = "chaos-tick"
 #: Seconds a ``callback`` job's callback waits: ``timeout`` jobs are left to run out.
 CALLBACK_TIMEOUT = {"timeout": 2.0}
-DEFAULT_CALLBACK_TIMEOUT = 60.0
+DEFAULT_CALLBACK_TIMEOUT = 20.0
 HUGE_DELAY = 1e18
 
 RECORD_CALLBACK = (
