@@ -446,6 +446,41 @@ async def stop_fleet(fleet: Fleet) -> dict[str, int | None]:
     return dict(zip(fleet.members, codes, strict=True))
 
 
+@dataclass
+class Teardown:
+    """Kills every child process, stops and removes the cluster; once, synchronously.
+
+    It also runs from the SIGINT/SIGTERM handler, which then exits at once: a cancel
+    sent into the event loop can be lost (psycopg_pool's waits on Python 3.11), and the
+    soak must never leave a cluster or a worker behind.
+    """
+
+    cluster: PgCluster
+    fleet: Fleet
+    keep: bool
+    done: bool = False
+
+    def run(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        self.fleet.kill_all_now()
+        self.cluster.stop()
+        if self.keep:
+            log(f"kept {self.cluster.root}")
+        else:
+            self.cluster.remove()
+
+    def on_signal(self, signum: int, _frame: object) -> None:
+        print(f"\n{signal.Signals(signum).name}: killing the processes", file=sys.stderr)
+        self.run()
+        os._exit(128 + signum)
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self.on_signal)
+
+
 async def soak_main(opts: Options) -> int:
     found = bindir()
     if found is None:
@@ -456,6 +491,8 @@ async def soak_main(opts: Options) -> int:
     url = cluster.url(DBNAME)
     secret = secrets.token_hex(24)
     fleet = Fleet(ROOT, url, logs, secret)
+    teardown = Teardown(cluster, fleet, opts.keep)
+    teardown.install()
     soak = Soak(opts, cluster, fleet, Db(url), url)
     rng = random.Random(opts.seed)
     log(
@@ -480,11 +517,7 @@ async def soak_main(opts: Options) -> int:
         return 1 if any(r.failed for r in results) else 0
     finally:
         await fleet.close()
-        cluster.stop()
-        if opts.keep:
-            log(f"kept {cluster.root}")
-        else:
-            cluster.remove()
+        teardown.run()
 
 
 def _print_notes(load: Load, soak: Soak) -> None:
@@ -498,18 +531,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     opts = parse_args(argv)
     # the producer's pool reports every reconnection during a restart: expected here
     logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
-
-    async def guarded() -> int:
-        task = asyncio.current_task()
-        assert task is not None
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-        return await soak_main(opts)
-
     try:
-        return asyncio.run(guarded())
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        print("interrupted: processes killed, cluster removed", file=sys.stderr)
-        return 130
+        return asyncio.run(soak_main(opts))
     except Exception:  # the soak itself broke: not a verdict on wai
         traceback.print_exc()
         print("the soak could not run to the end (exit code 2)", file=sys.stderr)

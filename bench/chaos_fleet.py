@@ -153,6 +153,14 @@ class Fleet:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(member.proc.wait(), 10)
 
+    def kill_all_now(self) -> None:
+        """Synchronous (safe in a signal handler): SIGCONT then SIGKILL every process."""
+        for member in self.members.values():
+            if member.alive and member.proc:
+                for sig in (signal.SIGCONT, signal.SIGKILL):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(member.proc.pid, sig)
+
     def tail(self, member: Member, chars: int = 3000) -> str:
         path = self.logs / f"{member.name}.{member.starts}.log"
         with contextlib.suppress(OSError):
