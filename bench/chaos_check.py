@@ -292,8 +292,12 @@ def print_invariants(results: Sequence[Violations]) -> None:
 SUMMARY_PRODUCED: LiteralString = """
 SELECT p.kind, p.mode, p.poison, count(*) AS produced,
        count(*) FILTER (WHERE j.state IN ('completed', 'failed', 'cancelled', 'dead-lettered'))
-           AS finished
-FROM chaos.produced AS p LEFT JOIN chaos.all_jobs AS j ON j.id = p.job_id
+           AS finished,
+       coalesce(sum(r.n), 0) AS rescues
+FROM chaos.produced AS p
+LEFT JOIN chaos.all_jobs AS j ON j.id = p.job_id
+LEFT JOIN (SELECT job_id, count(*) AS n FROM chaos.outcomes WHERE outcome = 'rescued'
+           GROUP BY job_id) AS r ON r.job_id = p.job_id
 GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
 """
 SUMMARY_STATES: LiteralString = """
@@ -325,9 +329,11 @@ class Phase:
 
 async def print_summary(db: Any, phases: Sequence[Phase], faults: dict[str, int]) -> None:
     """Jobs produced and finished, outcomes, callbacks, faults, and throughput per phase."""
-    print("\njobs produced (kind, mode, poison): produced / finished")
-    for kind, mode, poison, produced, finished in await db.rows(SUMMARY_PRODUCED):
-        print(f"  {kind:<6} {mode:<9} {poison or '-':<11} {produced:>8} / {finished}")
+    print("\njobs produced (kind, mode, poison): produced, finished, rescues")
+    for kind, mode, poison, produced, finished, rescues in await db.rows(SUMMARY_PRODUCED):
+        print(
+            f"  {kind:<6} {mode:<17} {poison or '-':<11} {produced:>8} {finished:>8} {rescues:>7}"
+        )
     print("\nevery job row by kind and state (follow-ups and cron ticks included)")
     for kind, state, n in await db.rows(SUMMARY_STATES):
         print(f"  {kind:<10} {state:<16} {n:>8}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, LiteralString
 
 import psycopg
+import pytest
 from bench import chaos_check
 
 from tests.faults._contract import PROBES, Db
@@ -45,7 +46,9 @@ async def _run(url: str, query: LiteralString, params: Any = None) -> None:
         await conn.execute(query, params)
 
 
-async def test_the_checker_counts_each_kind_of_violation(database_url: str) -> None:
+async def test_the_checker_counts_each_kind_of_violation(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     await _run(database_url, PROBES)
     await _run(database_url, chaos_check.SCHEMA)
     await _run(database_url, SPECS)
@@ -67,3 +70,8 @@ async def test_the_checker_counts_each_kind_of_violation(database_url: str) -> N
         "cron fired exactly once per due time": 2,  # 00:00:02 never, 00:00:03 twice
         "no attempt ran twice (runs per job, lease)": 1,  # job 102, lease 1
     }
+
+    await chaos_check.print_summary(Db(database_url), [], {"kill_worker": 2})
+    summary = capsys.readouterr().out
+    assert "  flow   ok                -                  4        2       0" in summary
+    assert "faults injected: kill_worker 2" in summary
