@@ -1,7 +1,8 @@
 """The chaos soak's faults, injected round-robin with seeded jitter.
 
-Every round shuffles :data:`KINDS` (seeded), so each kind fires once per round; the gap
-before each fault is ``interval`` times a factor in [0.6, 1.4). A killed process is
+Every round shuffles :data:`KINDS` (seeded), so each kind fires once per round; each
+fault starts ``interval`` times a factor in [0.6, 1.4) after the previous one started
+(at least a second after it ended). A killed process is
 restarted after a second or two; a stopped one is continued after
 ``STOP_SECONDS`` (longer than the heartbeat staleness, 2 s).
 """
@@ -51,16 +52,21 @@ class Injector:
     holding: set[str] = field(default_factory=set[str])
 
     async def run(self, until: float) -> None:
-        """Inject faults until the loop clock reaches ``until``."""
+        """Inject faults until the loop clock reaches ``until``.
+
+        Gaps count from one fault's start to the next one's, so the time a fault takes
+        (a restart, a stop) does not thin the schedule out.
+        """
         loop = asyncio.get_running_loop()
+        at = loop.time()
         while True:
             kinds = list(KINDS)
             self.rng.shuffle(kinds)
             for kind in kinds:
-                gap = self.interval * self.rng.uniform(0.6, 1.4)
-                if loop.time() + gap >= until:
+                at = max(at + self.interval * self.rng.uniform(0.6, 1.4), loop.time() + 1.0)
+                if at >= until:
                     return
-                await asyncio.sleep(gap)
+                await asyncio.sleep(at - loop.time())
                 await self.inject(kind)
 
     async def inject(self, kind: str) -> None:
