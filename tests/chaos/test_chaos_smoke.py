@@ -22,9 +22,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 ROOT = Path(__file__).resolve().parents[2]
 INVARIANT_ROW = re.compile(r"^(?P<name>\S.*?)\s+(?P<count>\d+)(?P<info> \(info\))?$")
 
-#: Invariants that fail on this branch because of defects fixed elsewhere, and why.
-KNOWN: dict[str, str] = {}
-
 
 def _table(output: str) -> dict[str, int]:
     """The counted invariants of the table the soak printed: name -> violations."""
@@ -40,7 +37,7 @@ def _table(output: str) -> dict[str, int]:
     return rows
 
 
-def test_chaos_soak_smoke_holds_every_invariant(tmp_path: Path) -> None:
+def test_chaos_soak_smoke_holds_every_invariant() -> None:
     if bindir() is None:
         pytest.skip("PostgreSQL server binaries not found (set WAI_PG_BINDIR)")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
@@ -55,8 +52,5 @@ def test_chaos_soak_smoke_holds_every_invariant(tmp_path: Path) -> None:
     assert "invariant " in done.stdout, output[-6000:]
     table = _table(done.stdout)
     assert len(table) >= 10, output[-6000:]
-    broken = {name: n for name, n in table.items() if n}
-    if broken and set(broken) <= set(KNOWN):
-        pytest.xfail("; ".join(f"{name} ({n}): {KNOWN[name]}" for name, n in broken.items()))
+    assert {name: n for name, n in table.items() if n} == {}, output[-6000:]
     assert done.returncode == 0, output[-6000:]
-    assert not broken, output[-6000:]
