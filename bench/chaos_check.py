@@ -12,7 +12,8 @@
   take, and what came of it;
 - ``transitions``: an ``AFTER UPDATE`` trigger on ``wai.jobs`` logs every change that
   leaves ``running`` or ``waiting_external`` (it commits or rolls back with the change),
-  and ``outcomes`` reads them as the outcomes follow-ups are registered for.
+  with the run lease of the row after it (the one follow-up lineage names), and
+  ``outcomes`` reads them as the outcomes follow-ups are registered for.
 
 :func:`check` then counts the violations of each invariant (:data:`INVARIANTS`).
 """
@@ -64,7 +65,7 @@ CREATE TABLE chaos.transitions (
 CREATE FUNCTION chaos.log_transition() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO chaos.transitions (job_id, kind, run_lease, old_state, new_state, rescued)
-    VALUES (OLD.id, OLD.kind, OLD.run_lease, OLD.state::text, NEW.state::text,
+    VALUES (OLD.id, OLD.kind, NEW.run_lease, OLD.state::text, NEW.state::text,
             CASE WHEN jsonb_array_length(NEW.errors) > jsonb_array_length(OLD.errors)
                  THEN NEW.errors -> -1 ->> 'rescued' END);
     RETURN NULL;
