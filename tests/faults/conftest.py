@@ -1,13 +1,10 @@
 """Fixtures of the fault tests: a throwaway PostgreSQL cluster, and worker processes.
 
-``pg_cluster`` initdb's a private cluster into a temporary directory and starts it on
-a Unix socket inside that directory (``listen_addresses = ''``, a port number that is
-free on this machine, ``fsync = off``: a server crash is not an OS crash, so the page
-cache keeps every write): the tests that restart or crash PostgreSQL do
-it to that cluster, never to the shared server. When running as root the PostgreSQL
-binaries run as the ``postgres`` OS user (``runuser``). The binaries come from
-``WAI_PG_BINDIR``, else ``pg_config --bindir``, else the newest
-``/usr/lib/postgresql/*/bin``; without them the tests that need a cluster are skipped.
+``pg_cluster`` starts a private :class:`tests.faults._cluster.PgCluster` (initdb into a
+temporary directory, Unix socket only, ``fsync = off``: a server crash is not an OS crash,
+so the page cache keeps every write): the tests that restart or crash PostgreSQL do it to
+that cluster, never to the shared server. Without PostgreSQL's server binaries the tests
+that need a cluster are skipped.
 
 ``workers`` spawns ``python -m tests.faults.fault_worker`` processes and kills any that
 outlive the test.
@@ -15,136 +12,26 @@ outlive the test.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import socket
-import subprocess
-import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from urllib.parse import quote
 
 import psycopg
 import pytest
 
 import wai
+from tests.faults._cluster import PgCluster, bindir
 from tests.faults._contract import Workers
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _bindir() -> Path | None:
-    env = os.environ.get("WAI_PG_BINDIR")
-    if env:
-        return Path(env)
-    pg_config = shutil.which("pg_config")
-    if pg_config:
-        out = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, check=False)
-        cand = Path(out.stdout.strip())
-        if out.returncode == 0 and (cand / "initdb").exists():
-            return cand
-    found = sorted(
-        Path("/usr/lib/postgresql").glob("*/bin/initdb"),
-        key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0,
-    )
-    return found[-1].parent if found else None
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class PgCluster:
-    """A private PostgreSQL cluster in a temporary directory (Unix socket only)."""
-
-    def __init__(self, bindir: Path) -> None:
-        self.bindir = bindir
-        self.root = Path(tempfile.mkdtemp(prefix="wai-faults-"))
-        self.data = self.root / "data"
-        self.log = self.root / "server.log"
-        self.port = _free_port()
-        self._as_postgres = os.geteuid() == 0
-        # libpq variables of the test session (PGHOST, PGPORT...) must not leak into
-        # the server or pg_ctl: they would point them at the shared server.
-        self._env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
-        if self._as_postgres:
-            shutil.chown(self.root, "postgres", "postgres")
-
-    def _run(self, *args: str) -> None:
-        cmd = [str(self.bindir / args[0]), *args[1:]]
-        if self._as_postgres:
-            cmd = ["runuser", "-u", "postgres", "--", *cmd]
-        # Output goes to a file, never a pipe: a server that pg_ctl starts inherits its
-        # stdout, and a pipe would then never reach end-of-file.
-        with tempfile.TemporaryFile() as output:
-            code = subprocess.run(
-                cmd, env=self._env, stdout=output, stderr=subprocess.STDOUT, timeout=120,
-                check=False,
-            ).returncode  # fmt: skip
-            output.seek(0)
-            text = output.read().decode(errors="replace")
-        if code != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed ({code}):\n{text}\n{self.server_log()}")
-
-    def server_log(self) -> str:
-        try:
-            return self.log.read_text(errors="replace")[-4000:]
-        except OSError:
-            return ""
-
-    def init(self) -> None:
-        self._run(
-            "initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "--no-sync",
-            "-E", "UTF8", "--locale=C",
-        )  # fmt: skip
-
-    def start(self) -> None:
-        # Never synchronous_commit = off: an immediate shutdown would then lose commits
-        # the clients saw acknowledged (claims included), which no queue can survive.
-        options = " ".join(
-            f"-c {setting}"
-            for setting in (
-                f"port={self.port}",
-                "listen_addresses=''",
-                f"unix_socket_directories='{self.root}'",
-                "fsync=off",
-                "full_page_writes=off",
-                "shared_buffers=32MB",
-                "max_connections=100",
-            )
-        )
-        self._run("pg_ctl", "start", "-w", "-t", "60", "-D", str(self.data),
-                  "-l", str(self.log), "-o", options)  # fmt: skip
-
-    def restart(self, mode: str = "fast") -> None:
-        """``pg_ctl restart -m MODE``: every session is cut; the server is back on return."""
-        self._run("pg_ctl", "restart", "-w", "-t", "60", "-m", mode, "-D", str(self.data),
-                  "-l", str(self.log))  # fmt: skip
-
-    def stop(self) -> None:
-        if (self.data / "postmaster.pid").exists():
-            with contextlib.suppress(Exception):
-                self._run("pg_ctl", "stop", "-w", "-t", "30", "-m", "immediate",
-                          "-D", str(self.data))  # fmt: skip
-
-    def url(self, dbname: str = "postgres") -> str:
-        host = quote(str(self.root), safe="")
-        return f"postgresql://postgres@/{dbname}?host={host}&port={self.port}"
-
-    def remove(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
-
-
 @pytest.fixture
 def pg_cluster() -> Iterator[PgCluster]:
     """A started throwaway cluster with a migrated database ``wai_faults``."""
-    bindir = _bindir()
-    if bindir is None or not (bindir / "initdb").exists():
+    found = bindir()
+    if found is None or not (found / "initdb").exists():
         pytest.skip("PostgreSQL server binaries not found (set WAI_PG_BINDIR)")
-    cluster = PgCluster(bindir)
+    cluster = PgCluster(found)
     try:
         cluster.init()
         cluster.start()

@@ -17,9 +17,9 @@ import random
 import pytest
 
 import wai
+from tests.faults._cluster import PgCluster
 from tests.faults._contract import Db, Workers, check_contract, wait_for
 from tests.faults._tasks import Mark
-from tests.faults.conftest import PgCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
