@@ -12,6 +12,7 @@ import asyncio
 import itertools
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -555,6 +556,80 @@ async def test_progress_is_kept_across_a_retry(
 
     assert seen == [None, expected]
     assert done.progress is None
+
+
+@pytest.mark.parametrize("flavor", FLAVORS)
+async def test_progress_postgresql_cannot_store_is_refused_at_the_call(
+    aclient: wai.AsyncClient, flavor: str
+) -> None:
+    gate = threading.Event()
+    refused: list[str] = []
+    kept: list[dict[str, Any] | None] = []
+    bad_calls: list[Callable[[wai.Job[Work]], None]] = [
+        lambda job: job.set_progress(50, "a\x00b"),
+        lambda job: job.set_progress(50, "\ud800"),
+        lambda job: job.set_progress(float("nan")),
+        lambda job: job.set_progress(float("inf")),
+        lambda job: job.set_progress(101),
+        lambda job: job.set_progress("50"),  # type: ignore[arg-type]
+        lambda job: job.update_metadata({"a": ["x\x00"]}),
+        lambda job: job.update_metadata({"k\x00": 1}),
+        lambda job: job.update_metadata({"n": {"deep": float("nan")}}),
+        lambda job: job.update_metadata({"s": "\udfff"}),
+    ]
+
+    def body(job: wai.Job[Work]) -> None:
+        job.set_progress(10, "fine")
+        for call in bad_calls:
+            try:
+                call(job)
+            except wai.ValidationError as exc:
+                refused.append(str(exc))
+        kept.append(job.progress)
+
+    if flavor == "async":
+
+        @aclient.task(Work, queue="q")
+        async def handler(job: wai.Job[Work]) -> None:
+            body(job)
+            await wait_gate(gate)
+
+    else:
+
+        @aclient.task(Work, queue="q")
+        def sync_handler(job: wai.Job[Work]) -> None:
+            body(job)
+            gate.wait(10)
+
+    try:
+        async with serving(aclient):
+            row = await aclient.insert(Work())
+            first = await wait_job(aclient, row.id, lambda r: r.heartbeat_at is not None)
+            # heartbeats go on, carrying the progress recorded before the refused calls
+            later = await wait_job(
+                aclient,
+                row.id,
+                lambda r: r.progress is not None and r.heartbeat_at > first.heartbeat_at,  # type: ignore[operator]
+            )
+            assert later.progress == {"percent": 10, "message": "fine", "metadata": {}}
+            gate.set()
+            await wait_job(aclient, row.id, "completed")
+    finally:
+        gate.set()
+    assert kept == [{"percent": 10, "message": "fine", "metadata": {}}]
+    assert refused == [
+        "progress message: contains a NUL byte, which PostgreSQL cannot store",
+        "progress message: contains a lone surrogate '\\ud800', which is not valid UTF-8",
+        "progress percent: must be between 0 and 100, got nan",
+        "progress percent: must be between 0 and 100, got inf",
+        "progress percent: must be between 0 and 100, got 101",
+        "progress percent: must be a number, got '50'",
+        "progress metadata['a'][0]: contains a NUL byte, which PostgreSQL cannot store",
+        "progress metadata key 'k\\x00': contains a NUL byte, which PostgreSQL cannot store",
+        "progress metadata cannot be encoded as JSON: Out of range float values are not JSON"
+        " compliant",
+        "progress metadata['s']: contains a lone surrogate '\\udfff', which is not valid UTF-8",
+    ]
 
 
 # -- heartbeats -----------------------------------------------------------------------
