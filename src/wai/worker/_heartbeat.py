@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -13,6 +12,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
+from wai._supervise import repeat
 from wai.context import AttemptState
 
 __all__ = ["Heartbeater"]
@@ -44,14 +44,23 @@ class Heartbeater:
         self.last_beat_at: float | None = None
 
     async def run_forever(self) -> None:
-        """Beat every interval until cancelled."""
-        while True:
-            await asyncio.sleep(self._interval)
-            try:
-                await self.beat(self._attempts())
-                self.last_beat_at = time.monotonic()
-            except psycopg.Error as exc:
-                logger.warning("wai: heartbeat failed (%s); retrying next interval", exc)
+        """Beat every interval until cancelled.
+
+        A database error is logged as a warning, anything unexpected with its
+        traceback; either way the next pass runs one interval later (no backoff:
+        missing beats gets live attempts rescued).
+        """
+        await repeat(
+            "heartbeat", self._pass, interval=self._interval, sleep_first=True, cap=self._interval
+        )
+
+    async def _pass(self) -> None:
+        try:
+            await self.beat(self._attempts())
+        except psycopg.Error as exc:
+            logger.warning("wai: heartbeat failed (%s); retrying next interval", exc)
+            return
+        self.last_beat_at = time.monotonic()
 
     async def beat(self, attempts: Sequence[AttemptState], *, force: bool = False) -> set[int]:
         """Heartbeat ``attempts``; returns the ids of those still live."""
