@@ -1,4 +1,4 @@
-"""Refreshes the heartbeat of every live attempt in one statement per interval."""
+"""Refreshes the heartbeat of every attempt whose outcome is not yet written, per interval."""
 
 from __future__ import annotations
 
@@ -63,7 +63,21 @@ class Heartbeater:
         self.last_beat_at = time.monotonic()
 
     async def beat(self, attempts: Sequence[AttemptState], *, force: bool = False) -> set[int]:
-        """Heartbeat ``attempts``; returns the ids of those still live."""
+        """Heartbeat ``attempts``; returns the ids of those still live.
+
+        An attempt whose handler returned (``finished``) keeps beating until the
+        finalizer writes its outcome, with a statement that skips rows the finalizer
+        has locked and writes no progress; it is never reported live (its handler
+        has nothing left to learn).
+        """
+        running = [a for a in attempts if a.finished is None]
+        finished = [(a.job_id, a.run_lease) for a in attempts if a.finished is not None]
+        for start in range(0, len(finished), CHUNK):
+            async with self._pool.connection() as conn:
+                await db.job_heartbeat_finished(conn, self._schema, finished[start : start + CHUNK])
+        return await self._beat_running(running, force=force)
+
+    async def _beat_running(self, attempts: Sequence[AttemptState], *, force: bool) -> set[int]:
         live_ids: set[int] = set()
         for start in range(0, len(attempts), CHUNK):
             chunk = attempts[start : start + CHUNK]
