@@ -43,8 +43,8 @@ pytestmark = pytest.mark.timeout(60)
 INJECTED = "injected fault"
 
 
-def inject(mp: pytest.MonkeyPatch, target: object, name: str, *, on_call: int = 1) -> list[int]:
-    """Make ``target.name`` raise ``RuntimeError`` on its ``on_call``-th call only.
+def inject(mp: pytest.MonkeyPatch, target: object, name: str) -> list[int]:
+    """Make ``target.name`` raise ``RuntimeError`` on its first call only.
 
     Returns the list of calls so far (one entry per call), to wait for the fault.
     """
@@ -55,7 +55,7 @@ def inject(mp: pytest.MonkeyPatch, target: object, name: str, *, on_call: int = 
 
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
             calls.append(len(calls) + 1)
-            if len(calls) == on_call:
+            if len(calls) == 1:
                 raise RuntimeError(INJECTED)
             return await original(*args, **kwargs)
 
@@ -64,7 +64,7 @@ def inject(mp: pytest.MonkeyPatch, target: object, name: str, *, on_call: int = 
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             calls.append(len(calls) + 1)
-            if len(calls) == on_call:
+            if len(calls) == 1:
                 raise RuntimeError(INJECTED)
             return original(*args, **kwargs)
 
@@ -78,8 +78,8 @@ def _runtime(client: wai.AsyncClient) -> Runtime:
     return runtime
 
 
-async def _fired(calls: list[int], on_call: int = 1) -> None:
-    await wait_for(lambda: len(calls) >= on_call, 5, what="the injected fault")
+async def _fired(calls: list[int]) -> None:
+    await wait_for(lambda: calls, 5, what="the injected fault")
 
 
 def _logged_with_traceback(caplog: pytest.LogCaptureFixture) -> bool:
@@ -223,10 +223,10 @@ async def test_listen_loop_survives_an_unexpected_error(
 async def test_runtime_record_loop_survives_an_unexpected_error(
     aclient: wai.AsyncClient, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # the first call is start()'s own write; the second is the loop's first refresh
-    calls = inject(monkeypatch, Recorder, "snapshot", on_call=2)
     async with serving(aclient, record_interval=0.1):
-        await _fired(calls, 2)
+        # injected once start() wrote the record: the fault hits the loop's next refresh
+        calls = inject(monkeypatch, Recorder, "snapshot")
+        await _fired(calls)
         rows = await fetch(aclient, "SELECT last_seen_at FROM wai.runtime_instances")
         seen = rows[0][0]
 
