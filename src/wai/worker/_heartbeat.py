@@ -70,12 +70,15 @@ class Heartbeater:
         has locked and writes no progress; it is never reported live (its handler
         has nothing left to learn).
         """
-        running = [a for a in attempts if a.finished is None]
+        # Running attempts first: a database error in between costs the finished ones.
+        live_ids = await self._beat_running(
+            [a for a in attempts if a.finished is None], force=force
+        )
         finished = [(a.job_id, a.run_lease) for a in attempts if a.finished is not None]
         for start in range(0, len(finished), CHUNK):
             async with self._pool.connection() as conn:
                 await db.job_heartbeat_finished(conn, self._schema, finished[start : start + CHUNK])
-        return await self._beat_running(running, force=force)
+        return live_ids
 
     async def _beat_running(self, attempts: Sequence[AttemptState], *, force: bool) -> set[int]:
         live_ids: set[int] = set()
