@@ -51,6 +51,7 @@ __all__ = [
     "job_finalize_many_ids",
     "job_get",
     "job_get_by_unique_key",
+    "job_heartbeat_finished",
     "job_heartbeat_many",
     "job_insert",
     "job_insert_many",
@@ -490,6 +491,18 @@ def job_heartbeat_many(
         },
     )
     return {(r[0], r[1]) for r in cur.fetchall()}
+
+
+def job_heartbeat_finished(
+    conn: Connection[Any], schema: str, attempts: Sequence[tuple[int, int]]
+) -> set[int]:
+    """Refresh the heartbeat (and clear the deadline) of finished attempts whose rows
+    nobody has locked, never waiting and never writing progress; returns the ids refreshed."""
+    cur = conn.execute(
+        query("job_heartbeat_finished", schema),
+        {"id": [a[0] for a in attempts], "run_lease": [a[1] for a in attempts]},
+    )
+    return {r[0] for r in cur.fetchall()}
 
 
 def job_promote_due(conn: Connection[Any], schema: str, limit: int) -> dict[str, int]:

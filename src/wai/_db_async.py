@@ -50,6 +50,7 @@ __all__ = [
     "job_finalize_many_ids",
     "job_get",
     "job_get_by_unique_key",
+    "job_heartbeat_finished",
     "job_heartbeat_many",
     "job_insert",
     "job_insert_many",
@@ -495,6 +496,18 @@ async def job_heartbeat_many(
         },
     )
     return {(r[0], r[1]) for r in await cur.fetchall()}
+
+
+async def job_heartbeat_finished(
+    conn: AsyncConnection[Any], schema: str, attempts: Sequence[tuple[int, int]]
+) -> set[int]:
+    """Refresh the heartbeat (and clear the deadline) of finished attempts whose rows
+    nobody has locked, never waiting and never writing progress; returns the ids refreshed."""
+    cur = await conn.execute(
+        query("job_heartbeat_finished", schema),
+        {"id": [a[0] for a in attempts], "run_lease": [a[1] for a in attempts]},
+    )
+    return {r[0] for r in await cur.fetchall()}
 
 
 async def job_promote_due(conn: AsyncConnection[Any], schema: str, limit: int) -> dict[str, int]:

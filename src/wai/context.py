@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping
@@ -11,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Protocol, TypeVar
 from uuid import UUID
 
+from wai._storable import check_text
 from wai.callbacks import CallbackExpressions, check_timeout, compile_expressions
 from wai.errors import StaleAttempt, ValidationError
 from wai.job import JobRow, JobState, Trigger
@@ -20,6 +22,8 @@ from wai.results import CallbackToken
 __all__ = ["AttemptState", "CallbackOps", "Job"]
 
 T = TypeVar("T")
+
+logger = logging.getLogger("wai.worker")
 
 
 class CallbackOps(Protocol):
@@ -117,12 +121,22 @@ class AttemptState:
                 return None
             if take:
                 self.dirty = False
-            return dumps(self.progress, "progress")
+            return self._encoded(self.progress)
 
     def current_progress_json(self) -> str | None:
         """The progress as JSON, changed or not (for the finalizing write)."""
         with self.lock:
-            return dumps(self.progress, "progress") if self.progress is not None else None
+            return self._encoded(self.progress) if self.progress is not None else None
+
+    def _encoded(self, progress: dict[str, Any]) -> str | None:
+        # set_progress and update_metadata check their input, so this fails only for
+        # progress poked into by hand: it must cost that progress, never the heartbeat
+        # of every attempt (one statement carries them all) nor the attempt's outcome.
+        try:
+            return dumps(progress, "progress")
+        except ValidationError as exc:
+            logger.error("wai: job %s: progress not written: %s", self.job_id, exc)
+            return None
 
 
 class Job(Generic[T]):
@@ -234,13 +248,18 @@ class Job(Generic[T]):
         return self._state.cancelled.is_set()
 
     def set_progress(self, percent: float, message: str | None = None) -> None:
-        """Record progress (0-100); persisted with the next heartbeat or outcome."""
+        """Record progress (0-100); persisted with the next heartbeat or outcome.
+
+        Raises :class:`wai.ValidationError` at once, recording nothing, when
+        ``percent`` is not a number from 0 to 100 or ``message`` is not text
+        PostgreSQL can store (a NUL byte, a lone surrogate).
+        """
         if isinstance(percent, bool) or not isinstance(percent, int | float):
-            raise ValidationError(f"percent must be a number, got {percent!r}")
-        if not 0 <= percent <= 100:
-            raise ValidationError(f"percent must be between 0 and 100, got {percent}")
-        if message is not None and not isinstance(message, str):
-            raise ValidationError("message must be a string")
+            raise ValidationError(f"progress percent: must be a number, got {percent!r}")
+        if not 0 <= percent <= 100:  # NaN and infinities too
+            raise ValidationError(f"progress percent: must be between 0 and 100, got {percent}")
+        if message is not None:
+            check_text(message, "progress message")
         with self._state.lock:
             current = self._state.progress or {}
             self._state.progress = {
@@ -251,10 +270,16 @@ class Job(Generic[T]):
             self._state.dirty = True
 
     def update_metadata(self, values: Mapping[str, Any]) -> None:
-        """Merge ``values`` into the progress metadata (kept across retries)."""
+        """Merge ``values`` into the progress metadata (kept across retries).
+
+        Raises :class:`wai.ValidationError` at once, recording nothing, when a key
+        or value (at any depth) is not JSON PostgreSQL can store: a NUL byte or a
+        lone surrogate in a string, NaN or infinity, a non-JSON type.
+        """
         if not isinstance(values, Mapping):
-            raise ValidationError("update_metadata takes a dict")
-        dumps(dict(values), "progress metadata")
+            raise ValidationError("progress metadata: update_metadata takes a dict")
+        values = dict(values)
+        dumps(values, "progress metadata")  # refuses, naming the path (wai._storable)
         with self._state.lock:
             current = self._state.progress or {"percent": None, "message": None, "metadata": {}}
             merged = {**current.get("metadata", {}), **values}

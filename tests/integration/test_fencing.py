@@ -253,3 +253,35 @@ async def test_heartbeat_with_a_wrong_lease_matches_no_row(aclient: wai.AsyncCli
     beat = await aclient.get_job(inserted.id)
     assert beat.heartbeat_at > before.heartbeat_at  # type: ignore[operator]
     assert beat.progress == {"percent": 5}
+
+
+async def test_finished_heartbeat_is_guarded_skips_locked_rows_and_keeps_progress(
+    aclient: wai.AsyncClient,
+) -> None:
+    for _ in range(3):
+        await aclient.insert(Work(), queue="fence")
+    a, b, c = await _claim(aclient, limit=3)
+    await fetch(
+        aclient,
+        "UPDATE wai.jobs SET progress = '{\"percent\": 70}', deadline_at = now() + interval '1 s'"
+        " WHERE id = ANY(%s)",
+        ([a.id, b.id, c.id],),
+    )
+    await fetch(aclient, "UPDATE wai.jobs SET state = 'cancelled' WHERE id = %s", (c.id,))
+    before = {r.id: await aclient.get_job(r.id) for r in (a, b, c)}
+    await asyncio.sleep(0.01)  # make a real heartbeat distinguishable
+    attempts = [(a.id, a.run_lease + 1), (b.id, b.run_lease), (c.id, c.run_lease)]
+    async with aclient.connection() as locker, locker.transaction():
+        await locker.execute("SELECT 1 FROM wai.jobs WHERE id = %s FOR UPDATE", (b.id,))
+        async with aclient.connection() as conn:
+            # a wrong lease, a row locked by someone else, a row no longer running
+            assert await db.job_heartbeat_finished(conn, aclient.schema, attempts) == set()
+    assert {r.id: await aclient.get_job(r.id) for r in (a, b, c)} == before
+
+    async with aclient.connection() as conn:
+        assert await db.job_heartbeat_finished(conn, aclient.schema, attempts) == {b.id}
+    beat = await aclient.get_job(b.id)
+    assert beat.heartbeat_at > before[b.id].heartbeat_at  # type: ignore[operator]
+    assert beat.deadline_at is None  # the handler's deadline no longer applies
+    assert beat.progress == {"percent": 70}  # left to the outcome
+    assert beat.state == "running"

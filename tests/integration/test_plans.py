@@ -70,7 +70,14 @@ def analyzed(sclient: wai.Client) -> wai.Client:
 
 
 @pytest.mark.parametrize(
-    "name", ["job_claim", "job_finalize_many", "job_finalize_many_ids", "job_heartbeat_many"]
+    "name",
+    [
+        "job_claim",
+        "job_finalize_many",
+        "job_finalize_many_ids",
+        "job_heartbeat_many",
+        "job_heartbeat_finished",
+    ],
 )
 def test_the_generic_plan_finds_rows_by_primary_key(analyzed: wai.Client, name: str) -> None:
     with analyzed.connection() as conn:

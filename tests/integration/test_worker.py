@@ -12,6 +12,7 @@ import asyncio
 import itertools
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -33,7 +34,8 @@ from tests.integration._helpers import (
     wait_gate,
     wait_job,
 )
-from wai.worker import RuntimeSettings
+from wai.maintenance import Rescuer
+from wai.worker import RuntimeSettings, _finalizer
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -557,6 +559,80 @@ async def test_progress_is_kept_across_a_retry(
     assert done.progress is None
 
 
+@pytest.mark.parametrize("flavor", FLAVORS)
+async def test_progress_postgresql_cannot_store_is_refused_at_the_call(
+    aclient: wai.AsyncClient, flavor: str
+) -> None:
+    gate = threading.Event()
+    refused: list[str] = []
+    kept: list[dict[str, Any] | None] = []
+    bad_calls: list[Callable[[wai.Job[Work]], None]] = [
+        lambda job: job.set_progress(50, "a\x00b"),
+        lambda job: job.set_progress(50, "\ud800"),
+        lambda job: job.set_progress(float("nan")),
+        lambda job: job.set_progress(float("inf")),
+        lambda job: job.set_progress(101),
+        lambda job: job.set_progress("50"),  # type: ignore[arg-type]
+        lambda job: job.update_metadata({"a": ["x\x00"]}),
+        lambda job: job.update_metadata({"k\x00": 1}),
+        lambda job: job.update_metadata({"n": {"deep": float("nan")}}),
+        lambda job: job.update_metadata({"s": "\udfff"}),
+    ]
+
+    def body(job: wai.Job[Work]) -> None:
+        job.set_progress(10, "fine")
+        for call in bad_calls:
+            try:
+                call(job)
+            except wai.ValidationError as exc:
+                refused.append(str(exc))
+        kept.append(job.progress)
+
+    if flavor == "async":
+
+        @aclient.task(Work, queue="q")
+        async def handler(job: wai.Job[Work]) -> None:
+            body(job)
+            await wait_gate(gate)
+
+    else:
+
+        @aclient.task(Work, queue="q")
+        def sync_handler(job: wai.Job[Work]) -> None:
+            body(job)
+            gate.wait(10)
+
+    try:
+        async with serving(aclient):
+            row = await aclient.insert(Work())
+            first = await wait_job(aclient, row.id, lambda r: r.heartbeat_at is not None)
+            # heartbeats go on, carrying the progress recorded before the refused calls
+            later = await wait_job(
+                aclient,
+                row.id,
+                lambda r: r.progress is not None and r.heartbeat_at > first.heartbeat_at,  # type: ignore[operator]
+            )
+            assert later.progress == {"percent": 10, "message": "fine", "metadata": {}}
+            gate.set()
+            await wait_job(aclient, row.id, "completed")
+    finally:
+        gate.set()
+    assert kept == [{"percent": 10, "message": "fine", "metadata": {}}]
+    assert refused == [
+        "progress message: contains a NUL byte, which PostgreSQL cannot store",
+        "progress message: contains a lone surrogate '\\ud800', which is not valid UTF-8",
+        "progress percent: must be between 0 and 100, got nan",
+        "progress percent: must be between 0 and 100, got inf",
+        "progress percent: must be between 0 and 100, got 101",
+        "progress percent: must be a number, got '50'",
+        "progress metadata['a'][0]: contains a NUL byte, which PostgreSQL cannot store",
+        "progress metadata key 'k\\x00': contains a NUL byte, which PostgreSQL cannot store",
+        "progress metadata cannot be encoded as JSON: Out of range float values are not JSON"
+        " compliant",
+        "progress metadata['s']: contains a lone surrogate '\\udfff', which is not valid UTF-8",
+    ]
+
+
 # -- heartbeats -----------------------------------------------------------------------
 
 
@@ -589,6 +665,108 @@ async def test_cpu_bound_sync_handler_keeps_heartbeating(aclient: wai.AsyncClien
     assert beats == sorted(beats)
     gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(beats)]
     assert max(gaps) < FAST["heartbeat_staleness"], gaps
+
+
+@dataclass
+class Shipped:
+    """The follow-up of a completed ``Work`` job in the tests below."""
+
+    n: int
+
+
+def hold_finalizer(monkeypatch: pytest.MonkeyPatch) -> tuple[asyncio.Event, list[int]]:
+    """Make the finalizer wait for the returned event before each write it starts (a
+    finalizer stuck on a slow or partitioned database), on a connection that holds no
+    lock. Returns the event and the sizes of the batches held so far."""
+    release = asyncio.Event()
+    held: list[int] = []
+    apply = _finalizer.apply_outcomes
+
+    async def held_apply(
+        conn: Any, schema: str, registry: Any, outcomes: Any, **kwargs: Any
+    ) -> Any:
+        held.append(len(outcomes))
+        await release.wait()
+        return await apply(conn, schema, registry, outcomes, **kwargs)
+
+    monkeypatch.setattr(_finalizer, "apply_outcomes", held_apply)
+    return release, held
+
+
+async def test_finished_attempt_keeps_heartbeating_until_its_outcome_is_written(
+    aclient: wai.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release, held = hold_finalizer(monkeypatch)
+    register(aclient, "async", lambda job: job.set_progress(70, "done soon"), deadline=1)
+    aclient.on_completed_enqueue(Work, lambda args, job: Shipped(n=args.n))
+    aclient.on_rescued_enqueue(Work, lambda args, job, reason: Shipped(n=-1))
+    rescuer = Rescuer(aclient.pool, aclient.schema, interval=60, staleness=1.0, deadline_grace=0.2)
+    try:
+        async with serving(aclient, maintenance=False, heartbeat_staleness=1.0):
+            row = await aclient.insert(Work(n=5))
+            await wait_for(lambda: held, 5, what="the finalizer to hold the outcome")
+            claimed = await aclient.get_job(row.id)
+            assert claimed.deadline_at is not None
+            # watch well past the staleness and the 1 s deadline (plus its grace)
+            beats: list[datetime] = []
+            loop = asyncio.get_running_loop()
+            end = loop.time() + 2.2
+            while loop.time() < end:
+                current = await aclient.get_job(row.id)
+                assert current.state == "running"
+                assert current.heartbeat_at is not None
+                if not beats or current.heartbeat_at != beats[-1]:
+                    beats.append(current.heartbeat_at)
+                await asyncio.sleep(0.05)
+            assert len(beats) >= 4, beats  # the claim's heartbeat, then refreshes
+            gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(beats)]
+            assert max(gaps) < 1.0, gaps
+            assert (await aclient.get_job(row.id)).deadline_at is None
+            assert (await aclient.get_job(row.id)).progress is None  # no heartbeat wrote it
+            assert (await rescuer.run_once()).rescued == {}
+            release.set()
+            done = await wait_job(aclient, row.id, "completed")
+    finally:
+        release.set()
+    assert done.errors == ()
+    followups = await fetch(
+        aclient,
+        "SELECT args->>'n', trigger_outcome FROM wai.jobs WHERE trigger_job_id = %s",
+        (row.id,),
+    )
+    assert followups == [("5", "completed")]
+    assert await count(aclient, "kind = 'shipped'") == 1
+    assert (await fetch(aclient, "SELECT count(*) FROM wai.outbox"))[0][0] == 0
+
+
+async def test_finished_heartbeat_skips_a_locked_row_and_waits_on_nothing(
+    aclient: wai.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release, held = hold_finalizer(monkeypatch)
+    register(aclient, "async", lambda job: None)
+    try:
+        async with serving(aclient, maintenance=False):
+            locked, free = await aclient.insert(Work(n=1)), await aclient.insert(Work(n=2))
+            await wait_for(lambda: sum(held) == 2, 5, what="both outcomes held")
+            async with aclient.connection() as other, other.transaction():
+                await other.execute("SELECT 1 FROM wai.jobs WHERE id = %s FOR UPDATE", (locked.id,))
+                frozen = (await aclient.get_job(locked.id)).heartbeat_at
+                mark = (await aclient.get_job(free.id)).heartbeat_at
+                assert mark is not None
+                for _ in range(2):  # two heartbeat passes went by the locked row
+                    moved = await wait_job(
+                        aclient,
+                        free.id,
+                        lambda r, m=mark: r.heartbeat_at > m,  # type: ignore[misc,operator]
+                        timeout=2,
+                    )
+                    mark = moved.heartbeat_at
+                assert (await aclient.get_job(locked.id)).heartbeat_at == frozen
+            release.set()
+            for row in (locked, free):
+                await wait_job(aclient, row.id, "completed")
+    finally:
+        release.set()
 
 
 # -- cancellation behind the worker's back ----------------------------------------------

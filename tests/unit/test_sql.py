@@ -18,6 +18,7 @@ EXPECTED_QUERIES = {
     "job_claim": "many",
     "job_finalize_many": "many",
     "job_heartbeat_many": "many",
+    "job_heartbeat_finished": "many",
     "job_promote_due": "many",
     "leader_attempt_elect": "one",
     "leader_resign": "exec",

@@ -15,6 +15,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
+from wai._supervise import repeat
 from wai.maintenance._service import PeriodicService, stop_tasks
 
 __all__ = ["Elector", "new_instance_id"]
@@ -55,6 +56,7 @@ class Elector:
         self.leader_id = leader_id or new_instance_id()
         self.is_leader = False
         self._tasks: list[asyncio.Task[None]] = []
+        self._election: asyncio.Future[bool] | None = None
 
     async def attempt(self) -> bool:
         """Try to take or renew the lease once."""
@@ -69,30 +71,17 @@ class Elector:
         return elected is not None
 
     async def run_forever(self) -> None:
-        """Elect, renew and run services until cancelled; resign on the way out."""
-        election: asyncio.Task[bool] | None = None
+        """Elect, renew and run services until cancelled; resign on the way out.
+
+        An election that fails, expectedly (database error) or not, counts as lost:
+        the services stop until one succeeds. Any other unexpected error in a round is
+        logged and the next round runs on time (:func:`wai._supervise.repeat`).
+        """
         try:
-            while True:
-                # Shielded: a cancel must not abandon an election whose statement the
-                # server may still commit, after the resign below has found nothing.
-                election = asyncio.ensure_future(self.attempt())
-                try:
-                    leading = await asyncio.shield(election)
-                except psycopg.Error as exc:
-                    logger.warning("wai: leader election failed (%s)", exc)
-                    leading = False
-                if leading and not self.is_leader:
-                    logger.info("wai: %s is now the maintenance leader", self.leader_id)
-                    self._tasks = [
-                        asyncio.create_task(s.run_forever(), name=f"wai-{type(s).__name__}")
-                        for s in self._services()
-                    ]
-                elif not leading and self.is_leader:
-                    logger.warning("wai: %s lost maintenance leadership", self.leader_id)
-                    await self._stop_services()
-                self.is_leader = leading
-                await asyncio.sleep(self._interval / 2)
+            interval = self._interval / 2
+            await repeat("leader election", self._round, interval=interval, cap=interval)
         finally:
+            election = self._election
             if election is not None:
                 # let it end first (bounded: a lost server must not hold the shutdown)
                 await asyncio.wait({election}, timeout=5)
@@ -110,6 +99,29 @@ class Elector:
             except Exception as exc:  # the lease expires on its own
                 logger.debug("wai: resign failed: %s", exc)
 
+    async def _round(self) -> None:
+        # Shielded: a cancel must not abandon an election whose statement the server
+        # may still commit, after the resign in run_forever has found nothing.
+        self._election = election = asyncio.ensure_future(self.attempt())
+        try:
+            leading = await asyncio.shield(election)
+        except psycopg.Error as exc:
+            logger.warning("wai: leader election failed (%s)", exc)
+            leading = False
+        except Exception:
+            logger.exception("wai: leader election failed")
+            leading = False
+        if leading and not self.is_leader:
+            logger.info("wai: %s is now the maintenance leader", self.leader_id)
+            self._tasks = [
+                asyncio.create_task(s.run_forever(), name=f"wai-{type(s).__name__}")
+                for s in self._services()
+            ]
+        elif not leading and self.is_leader:
+            logger.warning("wai: %s lost maintenance leadership", self.leader_id)
+            await self._stop_services()
+        self.is_leader = leading
+
     async def _stop_services(self) -> None:
         # Not suppress(CancelledError) around ``await t``: that also swallowed the
         # elector's own cancellation when shutdown came while a service was still
@@ -118,7 +130,7 @@ class Elector:
         self._tasks = []
 
 
-def _retrieve(task: asyncio.Task[bool]) -> None:
+def _retrieve(task: asyncio.Future[bool]) -> None:
     """Mark an abandoned election's outcome as seen: its error was logged or is moot."""
     if not task.cancelled():
         task.exception()

@@ -11,6 +11,8 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
+from wai._supervise import repeat
+
 __all__ = ["PeriodicService", "stop_tasks"]
 
 logger = logging.getLogger("wai.maintenance")
@@ -54,14 +56,14 @@ class PeriodicService(ABC):
         """One pass; returns a small result for logs and tests."""
 
     async def run_forever(self) -> None:
-        """Loop until cancelled; a failed pass is logged and retried next interval."""
-        while True:
-            try:
-                result = await self.run_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                logger.exception("wai: %s pass failed", type(self).__name__)
-            else:
-                logger.debug("wai: %s pass: %s", type(self).__name__, result)
-            await asyncio.sleep(self.interval)
+        """Loop until cancelled.
+
+        A pass that raises is logged with its traceback and the next one runs after
+        ``interval``, doubled for each consecutive failure, at most
+        ``max(interval, 30)`` seconds (see :func:`wai._supervise.repeat`).
+        """
+        await repeat(type(self).__name__, self._pass, interval=self.interval)
+
+    async def _pass(self) -> None:
+        result = await self.run_once()
+        logger.debug("wai: %s pass: %s", type(self).__name__, result)

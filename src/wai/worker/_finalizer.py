@@ -13,6 +13,7 @@ from psycopg import AsyncConnection
 from psycopg.errors import QueryCanceled, TransactionRollback
 from psycopg_pool import AsyncConnectionPool
 
+from wai._supervise import repeat
 from wai._text import storable
 from wai._transitions_async import Planned, apply_outcomes
 from wai.context import AttemptState
@@ -92,36 +93,35 @@ class Finalizer:
         """Write batches until cancelled; a cancel also cancels the writes under way.
 
         (A cancelled write commits nothing, or commits its whole batch: its jobs are
-        then either finished or still ``running``, for rescue.)
+        then either finished or still ``running``, for rescue.) An unexpected error in
+        the loop is logged and the loop goes on (:func:`wai._supervise.repeat`).
         """
         try:
-            while True:
-                await self._wake.wait()
-                # Wait a little for more outcomes, unless no handler is running that could
-                # add one: then nothing is gained by waiting, and every slot waits on it.
-                if (
-                    self._flush_interval
-                    and len(self._pending) < self._batch_size
-                    and self._busy() > 0
-                ):
-                    await asyncio.sleep(self._flush_interval)
-                await self._slots.acquire()
-                batch = self._pending[: self._batch_size]
-                del self._pending[: self._batch_size]
-                if not self._pending:
-                    self._wake.clear()
-                if not batch:
-                    self._slots.release()
-                    self._settle()
-                    continue
-                task = asyncio.create_task(self._write_batch(batch))
-                self._writing.add(task)
-                task.add_done_callback(self._written)
+            await repeat("finalizer", self._next_batch, interval=0)
         finally:
             writing = list(self._writing)
             for task in writing:
                 task.cancel()
             await asyncio.gather(*writing, return_exceptions=True)
+
+    async def _next_batch(self) -> None:
+        await self._wake.wait()
+        # Wait a little for more outcomes, unless no handler is running that could
+        # add one: then nothing is gained by waiting, and every slot waits on it.
+        if self._flush_interval and len(self._pending) < self._batch_size and self._busy() > 0:
+            await asyncio.sleep(self._flush_interval)
+        await self._slots.acquire()
+        batch = self._pending[: self._batch_size]
+        del self._pending[: self._batch_size]
+        if not self._pending:
+            self._wake.clear()
+        if not batch:
+            self._slots.release()
+            self._settle()
+            return
+        task = asyncio.create_task(self._write_batch(batch))
+        self._writing.add(task)
+        task.add_done_callback(self._written)
 
     def _written(self, task: asyncio.Task[None]) -> None:
         self._writing.discard(task)

@@ -1,8 +1,7 @@
-"""Refreshes the heartbeat of every live attempt in one statement per interval."""
+"""Refreshes the heartbeat of every attempt whose outcome is not yet written, per interval."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -13,6 +12,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
+from wai._supervise import repeat
 from wai.context import AttemptState
 
 __all__ = ["Heartbeater"]
@@ -44,17 +44,43 @@ class Heartbeater:
         self.last_beat_at: float | None = None
 
     async def run_forever(self) -> None:
-        """Beat every interval until cancelled."""
-        while True:
-            await asyncio.sleep(self._interval)
-            try:
-                await self.beat(self._attempts())
-                self.last_beat_at = time.monotonic()
-            except psycopg.Error as exc:
-                logger.warning("wai: heartbeat failed (%s); retrying next interval", exc)
+        """Beat every interval until cancelled.
+
+        A database error is logged as a warning, anything unexpected with its
+        traceback; either way the next pass runs one interval later (no backoff:
+        missing beats gets live attempts rescued).
+        """
+        await repeat(
+            "heartbeat", self._pass, interval=self._interval, sleep_first=True, cap=self._interval
+        )
+
+    async def _pass(self) -> None:
+        try:
+            await self.beat(self._attempts())
+        except psycopg.Error as exc:
+            logger.warning("wai: heartbeat failed (%s); retrying next interval", exc)
+            return
+        self.last_beat_at = time.monotonic()
 
     async def beat(self, attempts: Sequence[AttemptState], *, force: bool = False) -> set[int]:
-        """Heartbeat ``attempts``; returns the ids of those still live."""
+        """Heartbeat ``attempts``; returns the ids of those still live.
+
+        An attempt whose handler returned (``finished``) keeps beating until the
+        finalizer writes its outcome, with a statement that skips rows the finalizer
+        has locked and writes no progress; it is never reported live (its handler
+        has nothing left to learn).
+        """
+        # Running attempts first: a database error in between costs the finished ones.
+        live_ids = await self._beat_running(
+            [a for a in attempts if a.finished is None], force=force
+        )
+        finished = [(a.job_id, a.run_lease) for a in attempts if a.finished is not None]
+        for start in range(0, len(finished), CHUNK):
+            async with self._pool.connection() as conn:
+                await db.job_heartbeat_finished(conn, self._schema, finished[start : start + CHUNK])
+        return live_ids
+
+    async def _beat_running(self, attempts: Sequence[AttemptState], *, force: bool) -> set[int]:
         live_ids: set[int] = set()
         for start in range(0, len(attempts), CHUNK):
             chunk = attempts[start : start + CHUNK]

@@ -7,6 +7,7 @@ import inspect
 import logging
 from collections.abc import Sequence
 
+from wai._supervise import supervise
 from wai.context import AttemptState
 from wai.events import (
     Cancelled,
@@ -122,7 +123,11 @@ class HookDispatcher:
             return row.args
 
     async def run_forever(self) -> None:
-        """Deliver events until cancelled."""
+        """Deliver events until cancelled; restarted after an unexpected error (the event
+        being delivered then is lost, like any event of a best-effort hook)."""
+        await supervise("on_event dispatcher", self._deliver)
+
+    async def _deliver(self) -> None:
         while True:
             event = await self._queue.get()
             for hook in self._registry.hooks_for(event.job.kind):

@@ -11,6 +11,8 @@ from typing import Any, cast
 import psycopg
 from psycopg import AsyncConnection, sql
 
+from wai._supervise import supervise
+
 __all__ = ["Notifier", "parse_cancel"]
 
 logger = logging.getLogger("wai.worker")
@@ -54,6 +56,7 @@ class Notifier:
         self._routes: dict[str, Callable[[str], None]] = {channel: on_queue}
         self._routes.update(subscriptions or {})
         self.connected = asyncio.Event()
+        self._listened = False  # once listening, a new connection may have missed notes
 
     def _dispatch(self, channel: str, payload: str) -> None:
         route = self._routes.get(channel)
@@ -65,9 +68,12 @@ class Notifier:
             logger.exception("wai: handling a notification on %r failed", channel)
 
     async def run_forever(self) -> None:
-        """Listen until cancelled, reconnecting with backoff."""
+        """Listen until cancelled, reconnecting with backoff; restarted after an
+        unexpected error (:func:`wai._supervise.supervise`)."""
+        await supervise("LISTEN loop", self._listen)
+
+    async def _listen(self) -> None:
         delay = 0.1
-        first = True
         while True:
             conn: AsyncConnection[Any] | None = None
             try:
@@ -75,9 +81,9 @@ class Notifier:
                 for name in self._routes:
                     await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(name)))
                 self.connected.set()
-                if not first:
+                if self._listened:
                     self._on_reconnect()
-                first = False
+                self._listened = True
                 delay = 0.1
                 async for note in conn.notifies():
                     self._dispatch(note.channel, note.payload)

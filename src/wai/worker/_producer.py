@@ -15,6 +15,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
+from wai._supervise import supervise
 from wai.job import JobRow
 from wai.queues import QueueConfig
 
@@ -120,7 +121,15 @@ class QueueProducer:
             )
 
     async def run_forever(self) -> None:
-        """Claim until stopped (or, in burst mode, until the queue is empty)."""
+        """Claim until stopped (or, in burst mode, until the queue is empty).
+
+        A database error on a claim is retried with backoff; an unexpected error
+        restarts the loop with backoff (:func:`wai._supervise.supervise`).
+        """
+        await supervise(f"claim loop of queue {self.name!r}", self._claim_loop)
+        self.drained.set()
+
+    async def _claim_loop(self) -> None:
         cap = self.config.claim_batch_size or self.config.concurrency
         more = True
         delay = 0.05
@@ -167,4 +176,3 @@ class QueueProducer:
                 self.running += 1
                 self._launch(rows[0], self)
                 more = True
-        self.drained.set()

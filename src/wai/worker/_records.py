@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import socket
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from wai import _db_async as db
+from wai._supervise import repeat
 from wai._version import __version__
 
 if TYPE_CHECKING:
@@ -102,10 +102,10 @@ class Recorder:
         return True
 
     async def run_forever(self) -> None:
-        """Refresh the record every ``record_interval`` until cancelled."""
-        while True:
-            await asyncio.sleep(self._runtime.settings.record_interval)
-            await self.refresh()
+        """Refresh the record every ``record_interval`` until cancelled (a pass that
+        raises unexpectedly is logged and retried, see :func:`wai._supervise.repeat`)."""
+        interval = self._runtime.settings.record_interval
+        await repeat("runtime record", self.refresh, interval=interval, sleep_first=True)
 
     async def delete(self) -> None:
         """Remove the record (graceful shutdown); a failure leaves it to the leader."""

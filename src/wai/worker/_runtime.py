@@ -334,9 +334,10 @@ class Runtime:
         return sum(p.running for p in self.producers.values())
 
     def _beating(self) -> list[AttemptState]:
-        # Attempts whose handler returned are left out: their outcome is being written,
-        # and a heartbeat touching the same rows would only risk a deadlock with it.
-        return [a for a in self.attempts.values() if a.finished is None]
+        # Every attempt until its outcome is written or given up on (_committed drops
+        # it): a finished one waiting on a slow finalizer must not look dead to rescue.
+        # The heartbeater skips the rows the finalizer has locked, so never deadlocks.
+        return list(self.attempts.values())
 
     async def _flush_progress(self, state: AttemptState) -> bool:
         assert self.heartbeater is not None

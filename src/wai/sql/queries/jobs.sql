@@ -326,6 +326,27 @@ WHERE j.id = h.id AND j.run_lease = h.run_lease
       IS TRUE -- a primary-key probe per attempt in every plan (see job_finalize_many)
 RETURNING j.id, j.run_lease;
 
+-- name: job_heartbeat_finished :many
+-- Keep the heartbeat of attempts whose handler returned while their outcome waits to be
+-- written, so rescue leaves finished work alone. Never waits on a lock: a row locked by
+-- the finalizer (being written right now) needs no heartbeat, and waiting on it could
+-- deadlock with a batch that locks several rows. Progress is left alone (the outcome
+-- carries its own); the deadline is cleared: it bounded the handler, which returned, and
+-- must not get finished work rescued either.
+UPDATE {schema}.jobs AS j
+SET heartbeat_at = now(),
+    deadline_at = NULL
+FROM (
+    SELECT f.id
+    FROM unnest(%(id)s::bigint[], %(run_lease)s::bigint[]) AS h(id, run_lease)
+    JOIN {schema}.jobs AS f ON f.id = h.id
+    WHERE f.run_lease = h.run_lease
+      AND (f.state = 'running') IS TRUE -- a primary-key probe per attempt (see job_heartbeat_many)
+    FOR UPDATE OF f SKIP LOCKED
+) AS free
+WHERE j.id = free.id
+RETURNING j.id;
+
 -- name: job_promote_due :many
 -- Make due scheduled and retryable jobs available and wake their queues.
 WITH due AS (
