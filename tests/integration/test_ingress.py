@@ -422,7 +422,7 @@ async def test_an_unexpected_error_of_user_code_is_503_and_changes_nothing(
     assert response.headers["Retry-After"] == str(RETRY_AFTER)
     error = response.json()["error"]
     assert "PydanticSerializationError" in error
-    assert "rolled back" in error
+    assert "nothing was changed" in error  # a FollowUpError naming the spec and the cause
     assert await snapshot(aclient) == before
     # nothing was remembered either: the same request may be redelivered
     assert await fetch(aclient, "SELECT count(*) FROM wai.callback_requests") == [(0,)]
