@@ -30,6 +30,7 @@ __all__ = [
     "callback_request_remember",
     "cancel_channel",
     "channel",
+    "followup_specs_upsert",
     "job_age_priority",
     "job_callback_complete",
     "job_callback_fail",
@@ -667,6 +668,16 @@ def runtime_instance_list(conn: Connection[Any], schema: str) -> list[RuntimeIns
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(query("runtime_instance_list", schema))
         return [RuntimeInstance.from_record(r) for r in cur.fetchall()]
+
+
+def followup_specs_upsert(
+    conn: Connection[Any], schema: str, pairs: Sequence[tuple[str, str]]
+) -> None:
+    """Record the (kind, outcome) pairs a starting runtime holds follow-up specs for."""
+    conn.execute(
+        query("followup_specs_upsert", schema),
+        {"kind": [k for k, _ in pairs], "outcome": [o for _, o in pairs]},
+    )
 
 
 def queue_settings_upsert(

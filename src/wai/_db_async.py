@@ -29,6 +29,7 @@ __all__ = [
     "callback_request_remember",
     "cancel_channel",
     "channel",
+    "followup_specs_upsert",
     "job_age_priority",
     "job_callback_complete",
     "job_callback_fail",
@@ -676,6 +677,16 @@ async def runtime_instance_list(conn: AsyncConnection[Any], schema: str) -> list
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(query("runtime_instance_list", schema))
         return [RuntimeInstance.from_record(r) for r in await cur.fetchall()]
+
+
+async def followup_specs_upsert(
+    conn: AsyncConnection[Any], schema: str, pairs: Sequence[tuple[str, str]]
+) -> None:
+    """Record the (kind, outcome) pairs a starting runtime holds follow-up specs for."""
+    await conn.execute(
+        query("followup_specs_upsert", schema),
+        {"kind": [k for k, _ in pairs], "outcome": [o for _, o in pairs]},
+    )
 
 
 async def queue_settings_upsert(

@@ -228,13 +228,20 @@ async def test_outbox_retention_deletes_only_orphaned_rows(aclient: wai.AsyncCli
         "UPDATE wai.outbox SET attempts = 10, last_error = 'boom', failed_at = now() WHERE id = %s",
         (failed,),
     )
+    # A pair some process registered a spec for once, though none is live now: its rows
+    # wait for that deployment to come back (or for an operator), never for a timer.
+    await fetch(
+        aclient, "INSERT INTO wai.followup_specs (kind, outcome) VALUES ('work', 'exhausted')"
+    )
+    registered_once = await _outbox(aclient, age=30 * DAY, outcome="exhausted")
+
     young = await _outbox(aclient, age=HOUR - 60)
     jobs = await _ids(aclient)
 
     result = await _cleaner(aclient, outbox=HOUR).run_once()
 
     assert result == CleanerResult({}, outbox=len(orphans))
-    assert await _outbox_ids(aclient) == {dispatchable, failing, failed, young}
+    assert await _outbox_ids(aclient) == {dispatchable, failing, failed, young, registered_once}
     assert await _ids(aclient) == jobs  # the jobs themselves are not the outbox's business
     assert await _cleaner(aclient, outbox=HOUR).run_once() == CleanerResult({})
 
@@ -268,3 +275,22 @@ async def test_the_leader_applies_outbox_retention(aclient: wai.AsyncClient) -> 
 
         await wait_for(gone, 10, what="the leader's outbox cleanup")
         assert recent in await _outbox_ids(aclient)
+
+
+async def test_a_starting_runtime_records_the_pairs_it_holds_specs_for(
+    aclient: wai.AsyncClient,
+) -> None:
+    @aclient.task(Work, queue="q")
+    async def work(job: wai.Job[Work]) -> None:
+        return None
+
+    aclient.on_cancelled_enqueue(Work, lambda args, job, reason: Work())
+    aclient.on_rescued_enqueue(Work, lambda args, job, reason: Work())
+    async with serving(aclient, {"q": 1}):
+        pass
+    rows = await fetch(aclient, "SELECT kind, outcome FROM wai.followup_specs ORDER BY outcome")
+    assert rows == [("work", "cancelled"), ("work", "rescued")]
+    # so an old outbox row of those pairs outlives every runtime that could dispatch it
+    kept = await _outbox(aclient, age=30 * DAY, outcome="cancelled")
+    await _cleaner(aclient, outbox=HOUR).run_once()
+    assert kept in await _outbox_ids(aclient)

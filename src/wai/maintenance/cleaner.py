@@ -47,10 +47,11 @@ class Cleaner(PeriodicService):
     never touched.
 
     Orphaned outbox rows created longer than *outbox* seconds ago are deleted
-    the same way: rows no live process (``runtime_instances``) holds a spec for
-    and no sweeper ever tried, so they hold no follow-up to dispatch (an admin
-    cancel or a callback resolution by a process without the registry leaves one
-    for every job). An outbox row that some live process could dispatch, or that
+    the same way: rows of a kind and outcome no process ever registered a spec for
+    (``followup_specs``, recorded by every runtime at start) and no sweeper ever
+    tried, so they hold no follow-up to dispatch (a rescue, an admin cancel or a
+    callback resolution by a process without the registry leaves one for every
+    job). An outbox row that some process registered specs for, or that
     failed (pending with attempts, or failed), is never deleted by retention: it
     waits for a sweeper or for an operator (``wai outbox retry|discard``). Rows a
     sweeper holds are skipped.

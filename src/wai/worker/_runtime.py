@@ -91,6 +91,7 @@ class Runtime:
         try:
             await client.check_schema()
             await self._store_queue_settings()
+            await self._store_specs()
             await client.upsert_cron()
         except BaseException:
             self.stopped = True  # nothing started: the client may start again later
@@ -188,6 +189,14 @@ class Runtime:
         if settings:
             async with self.client.pool.connection() as conn:
                 await db.queue_settings_upsert(conn, self.client.schema, settings)
+
+    async def _store_specs(self) -> None:
+        # The (kind, outcome) pairs this process can dispatch, remembered for good: outbox
+        # retention never deletes a row that some deployment registered a spec for.
+        pairs = sorted(self.client.registry.specs)
+        if pairs:
+            async with self.client.pool.connection() as conn:
+                await db.followup_specs_upsert(conn, self.client.schema, pairs)
 
     def _services(self) -> Sequence[PeriodicService]:
         return [

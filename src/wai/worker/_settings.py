@@ -33,8 +33,8 @@ class RuntimeSettings:
     follow-up specs dispatches outbox rows (rescue follow-ups).
     *outbox_max_attempts*: how many failed dispatches an outbox row gets before
     it is marked failed and left for an operator (``wai outbox retry|discard``).
-    *outbox_retention*: how old an orphaned outbox row (no live process holds a
-    spec for its kind and outcome, never tried) gets before the leader's cleanup
+    *outbox_retention*: how old an orphaned outbox row (no process ever registered
+    a spec for its kind and outcome, never tried) gets before the leader's cleanup
     deletes it (by ``created_at``); rows that hold follow-ups to dispatch,
     pending or failed, are never deleted by retention. *dlq*: the dead-letter
     policy of every served queue whose :class:`wai.QueueConfig` leaves it None

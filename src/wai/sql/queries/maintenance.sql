@@ -95,15 +95,19 @@ SELECT state::text AS state, count(*) AS deleted FROM deleted GROUP BY state;
 -- name: outbox_delete_expired :one
 -- Outbox retention: delete up to %(limit)s orphaned outbox rows created longer than
 -- %(retention)s seconds ago, oldest first. An orphan holds no follow-up to dispatch: no
--- live process (runtime_instances) holds a spec for its kind and outcome, and no sweeper
--- ever tried it (no attempt, no error: an operator's retry keeps the error) — admin cancels and callback resolutions by a process
--- without the registry leave one for every job. A row some live process could dispatch,
--- a row that failed (pending with attempts, or failed_at set) is never deleted here: it
--- holds undispatched work, for a sweeper or an operator (wai outbox retry|discard). The
--- walk follows the primary key (ids grow with created_at), and rows a sweeper holds are
--- skipped. Returns how many were deleted.
+-- process ever registered a spec for its kind and outcome (followup_specs, recorded by
+-- every runtime at start; runtime_instances too, for records written before it), and no
+-- sweeper ever tried it (no attempt, no error: an operator's retry keeps the error).
+-- Rescues, and admin cancels and callback resolutions by a process without the registry,
+-- leave such a row for every job of a kind without specs. A row of a pair some process
+-- registered, or a row that failed (pending with attempts, or failed_at set), is never
+-- deleted here, however old: it holds undispatched work, for a sweeper or an operator
+-- (wai outbox retry|discard). The walk follows the primary key (ids grow with
+-- created_at), and rows a sweeper holds are skipped. Returns how many were deleted.
 WITH held AS (
-    SELECT DISTINCT s->>'kind' AS kind, s->>'outcome' AS outcome
+    SELECT kind, outcome FROM {schema}.followup_specs
+    UNION
+    SELECT s->>'kind', s->>'outcome'
     FROM {schema}.runtime_instances AS r
     CROSS JOIN LATERAL jsonb_array_elements(r.specs) AS s
 ),
@@ -181,3 +185,9 @@ WHERE c.oid = to_regclass(%(table)s);
 -- name: jobs_table_analyze :exec
 -- Refresh the jobs table's statistics; cached plans of statements on it are made again.
 ANALYZE {schema}.jobs;
+
+-- name: followup_specs_upsert :exec
+-- Record the (kind, outcome) pairs a starting runtime holds follow-up specs for.
+INSERT INTO {schema}.followup_specs AS f (kind, outcome)
+SELECT * FROM unnest(%(kind)s::text[], %(outcome)s::text[])
+ON CONFLICT (kind, outcome) DO UPDATE SET last_seen_at = now();
