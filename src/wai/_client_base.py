@@ -10,6 +10,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, LiteralString, Self, TypeVar
 
+import psycopg
 from psycopg import Connection, Cursor
 from psycopg_pool import ConnectionPool
 
@@ -17,6 +18,7 @@ from wai import _db as db
 from wai import _dlq_db as dlq_db
 from wai import _producer as producer
 from wai._callbacks import CallbackMixin
+from wai._connect import CONNECT_TIMEOUT, unreachable
 from wai._cron import CronMixin
 from wai._dlq import DlqMixin
 from wai._json import configure_sync
@@ -122,10 +124,27 @@ class ClientBase(RegistrationMixin, CallbackMixin, DlqMixin, CronMixin, OutboxMi
         self._opened = False
 
     def open(self) -> None:
-        """Open the connection pool (done for you on first use)."""
+        """Open the connection pool (done for you on first use).
+
+        The first connection is made at once: an unreachable server or a missing
+        database raises :class:`wai.DatabaseError` within a few seconds, saying what to
+        check, rather than the pool retrying in the background meanwhile.
+        """
         if not self._opened:
             self._opened = True
-            self.pool.open()
+            try:
+                self._check_reachable()
+                self.pool.open()
+            except BaseException:
+                self._opened = False
+                raise
+
+    def _check_reachable(self) -> None:
+        try:
+            conn = Connection.connect(self.database_url, connect_timeout=CONNECT_TIMEOUT)
+        except psycopg.OperationalError as exc:
+            raise unreachable(self.database_url, exc) from None
+        conn.close()
 
     def close(self) -> None:
         """Close the connection pool."""

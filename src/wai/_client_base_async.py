@@ -9,6 +9,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, LiteralString, Self, TypeVar
 
+import psycopg
 from psycopg import AsyncConnection, AsyncCursor
 from psycopg_pool import AsyncConnectionPool
 
@@ -16,6 +17,7 @@ from wai import _db_async as db
 from wai import _dlq_db_async as dlq_db
 from wai import _producer_async as producer
 from wai._callbacks_async import AsyncCallbackMixin
+from wai._connect import CONNECT_TIMEOUT, unreachable
 from wai._cron_async import AsyncCronMixin
 from wai._dlq_async import AsyncDlqMixin
 from wai._json import configure_async
@@ -123,10 +125,27 @@ class AsyncClientBase(
         self._opened = False
 
     async def open(self) -> None:
-        """Open the connection pool (done for you on first use)."""
+        """Open the connection pool (done for you on first use).
+
+        The first connection is made at once: an unreachable server or a missing
+        database raises :class:`wai.DatabaseError` within a few seconds, saying what to
+        check, rather than the pool retrying in the background meanwhile.
+        """
         if not self._opened:
             self._opened = True
-            await self.pool.open()
+            try:
+                await self._check_reachable()
+                await self.pool.open()
+            except BaseException:
+                self._opened = False
+                raise
+
+    async def _check_reachable(self) -> None:
+        try:
+            conn = await AsyncConnection.connect(self.database_url, connect_timeout=CONNECT_TIMEOUT)
+        except psycopg.OperationalError as exc:
+            raise unreachable(self.database_url, exc) from None
+        await conn.close()
 
     async def close(self) -> None:
         """Close the connection pool."""
