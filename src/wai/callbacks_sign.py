@@ -78,12 +78,22 @@ class InvalidSignature(WaiError):
 
 
 def check_secret(secret: object) -> bytes:
-    """``secret`` as bytes if it is bytes of at least :data:`MIN_SECRET_BYTES`.
+    """``secret`` as bytes if it holds at least :data:`MIN_SECRET_BYTES` bytes.
 
-    Raises :class:`wai.ValidationError` (a ``ValueError``) otherwise.
+    A ``str`` (``secrets.token_hex(32)``, an environment variable) is taken as its
+    UTF-8 bytes. Raises :class:`wai.ValidationError` (a ``ValueError``) otherwise.
     """
+    if isinstance(secret, str):
+        try:
+            secret = secret.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError(
+                "the callback secret is not valid text (a lone surrogate)"
+            ) from None
     if not isinstance(secret, bytes | bytearray):
-        raise ValidationError(f"the callback secret must be bytes, got {type(secret).__name__}")
+        raise ValidationError(
+            f"the callback secret must be bytes or str, got {type(secret).__name__}"
+        )
     if len(secret) < MIN_SECRET_BYTES:
         raise ValidationError(
             f"the callback secret must be at least {MIN_SECRET_BYTES} bytes, got {len(secret)}"
@@ -123,7 +133,7 @@ def new_nonce() -> str:
 
 
 def sign(
-    secret: bytes,
+    secret: bytes | str,
     callback_id: str | UUID,
     action: str,
     body: bytes,
@@ -170,7 +180,7 @@ def callback_url(base_url: str, callback_id: str | UUID, action: str) -> str:
 
 
 def verify(
-    secret: bytes,
+    secret: bytes | str,
     callback_id: str,
     action: str,
     body: bytes,
@@ -213,7 +223,7 @@ def verify(
             f"a {match[1]} signature {'needs' if match[1] == 'v2' else 'takes no'} "
             f"{NONCE_HEADER} header"
         )
-    expected = signature(secret, callback_id, action, body, timestamp, nonce)
+    expected = signature(check_secret(secret), callback_id, action, body, timestamp, nonce)
     if not hmac.compare_digest(expected, match[2].lower()):
         raise InvalidSignature("signature does not match")
     return expected

@@ -29,6 +29,7 @@ from wai._cli_common import (
     add_database_options,
     admin_client,
     check_reachable,
+    confirm,
     database_url,
     err,
     fail,
@@ -38,9 +39,12 @@ from wai._cli_common import (
     json_option,
     limit,
     subparser,
+    yes_option,
 )
+from wai._version import __version__
 from wai.client import AsyncClient, Client
 from wai.errors import ValidationError, WaiError
+from wai.inserts import validate_queue
 from wai.instances import registry_drift
 from wai.job import JobState
 
@@ -88,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="wai", description="wai: a PostgreSQL-native background job queue."
     )
+    parser.add_argument("--version", action="version", version=f"wai {__version__}")
     add_database_options(parser, default=None)
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
 
@@ -348,6 +353,8 @@ def _add_operator_commands(sub: SubParsers) -> None:
         p = subparser(queues, name, text, _cmd_queue_action)
         p.add_argument("name", metavar="NAME", help="the queue")
         p.set_defaults(action=name)
+        if name == "drain":
+            yes_option(p)
 
 
 def _add_instance_commands(sub: SubParsers) -> None:
@@ -489,6 +496,12 @@ def _cmd_queue_action(args: argparse.Namespace, stack: contextlib.ExitStack) -> 
         client.resume_queue(name)
         print(f"queue {name!r} resumed")
     else:
+        validate_queue(name)  # a bad name is refused before anyone is asked
+        if not confirm(
+            f"drain queue {name!r} (cancel every job of it that waits to run)", yes=args.yes
+        ):
+            err("aborted: nothing cancelled", "")
+            return 1
         drained = client.drain_queue(name)
         print(f"queue {name!r} drained: {drained} job{'' if drained == 1 else 's'} cancelled")
     return 0

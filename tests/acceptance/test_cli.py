@@ -54,6 +54,12 @@ def run_wai(
     )
 
 
+def test_version() -> None:
+    result = run_wai("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"wai {wai.__version__}"
+
+
 def test_migrate_check_fails_then_migrate_applies(empty_database_url: str) -> None:
     versions = [m.version for m in migrate.migrations()]
 

@@ -200,10 +200,13 @@ def test_queues_pause_resume_drain(
     assert "queue 'mail' resumed" in wai_ok(database_url, "queues", "resume", "mail")
     assert not any(q.paused for q in sclient.queue_stats())
 
-    out = wai_ok(database_url, "queues", "drain", "mail")
+    err = wai_fails(database_url, "queues", "drain", "mail", status=2)
+    assert "pass --yes" in err  # stdin is not a terminal: nobody can confirm
+    assert [sclient.get_job(j.id).state for j in jobs] == ["available"] * 3
+    out = wai_ok(database_url, "queues", "drain", "mail", "--yes")
     assert "queue 'mail' drained: 2 jobs cancelled" in out
     assert [sclient.get_job(j.id).state for j in jobs] == ["cancelled", "cancelled", "available"]
-    assert "drained: 0 jobs cancelled" in wai_ok(database_url, "queues", "drain", "mail")
+    assert "drained: 0 jobs cancelled" in wai_ok(database_url, "queues", "drain", "mail", "-y")
 
 
 def test_queues_reject_a_hostile_name(

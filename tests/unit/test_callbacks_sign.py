@@ -94,10 +94,17 @@ def test_sign_defaults_to_now_and_a_fresh_nonce_and_checks_its_inputs() -> None:
         sign(b"short", CID, "retry", b"{}")
 
 
-@pytest.mark.parametrize("secret", [b"", b"x" * 31, "x" * 40, None])
-def test_check_secret_rejects_short_or_non_bytes_secrets(secret: object) -> None:
+@pytest.mark.parametrize("secret", [b"", b"x" * 31, "x" * 31, "\ud800" * 40, None, 42])
+def test_check_secret_rejects_short_or_non_text_secrets(secret: object) -> None:
     with pytest.raises(ValueError, match="callback secret"):
         check_secret(secret)
+
+
+def test_a_str_secret_signs_as_its_utf8_bytes() -> None:
+    text = "k" * 40
+    assert check_secret(text) == text.encode()
+    signed = sign(text, CID, "retry", b"{}", timestamp=1, nonce=False)
+    assert signed == sign(text.encode(), CID, "retry", b"{}", timestamp=1, nonce=False)
 
 
 def test_callback_url_encodes_the_id() -> None:

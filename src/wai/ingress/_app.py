@@ -63,7 +63,7 @@ class _Replayed(Exception):
 def create_callback_app(
     client: AsyncClient,
     *,
-    secret: bytes,
+    secret: bytes | str,
     max_body: int = DEFAULT_MAX_BODY,
     tolerance: float = DEFAULT_TOLERANCE,
 ) -> Starlette:
