@@ -253,6 +253,28 @@ async def test_rescue_with_attempts_left_does_not_dead_letter(aclient: wai.Async
     assert await aclient.dlq_depth() == 0
 
 
+async def with_callback(
+    client: wai.AsyncClient, claimed: wai.JobRow, *, park: bool = False
+) -> uuid.UUID:
+    """Register a callback for the attempt ``claimed`` (and park on it): its id."""
+    cid = uuid.uuid4()
+    async with client.connection() as conn:
+        await db.job_callback_register(
+            conn,
+            client.schema,
+            job_id=claimed.id,
+            run_lease=claimed.run_lease,
+            callback_id=cid,
+            timeout=60,
+            expressions=CallbackExpressions(),
+        )
+        if park:
+            await db.job_callback_park_in_place(
+                conn, client.schema, job_id=claimed.id, run_lease=claimed.run_lease, callback_id=cid
+            )
+    return cid
+
+
 @pytest.mark.parametrize("flavor", FLAVORS)
 async def test_fail_external_dead_letters_a_job_of_a_dlq_queue(
     aclient: wai.AsyncClient, sclient: wai.Client, flavor: str
@@ -260,17 +282,7 @@ async def test_fail_external_dead_letters_a_job_of_a_dlq_queue(
     await dlq_on(aclient)
     row = await aclient.insert(Work(), queue="q")
     claimed = await claim(aclient)
-    cid = uuid.uuid4()
-    async with aclient.connection() as conn:
-        await db.job_callback_register(
-            conn,
-            aclient.schema,
-            job_id=row.id,
-            run_lease=claimed.run_lease,
-            callback_id=cid,
-            timeout=60,
-            expressions=CallbackExpressions(),
-        )
+    cid = await with_callback(aclient, claimed)
     if flavor == "async":
         failed = await aclient.fail_external(cid, "declined")
     else:
@@ -291,20 +303,7 @@ async def test_retry_external_on_the_last_attempt_dead_letters_as_exhausted(
     await dlq_on(aclient)
     row = await aclient.insert(Work(), queue="q", max_attempts=1)
     claimed = await claim(aclient)
-    cid = uuid.uuid4()
-    async with aclient.connection() as conn:
-        await db.job_callback_register(
-            conn,
-            aclient.schema,
-            job_id=row.id,
-            run_lease=claimed.run_lease,
-            callback_id=cid,
-            timeout=60,
-            expressions=CallbackExpressions(),
-        )
-        await db.job_callback_park_in_place(
-            conn, aclient.schema, job_id=row.id, run_lease=claimed.run_lease, callback_id=cid
-        )
+    cid = await with_callback(aclient, claimed, park=True)
     failed = await aclient.retry_external(cid)
     assert failed.state == "failed"
     entry = await aclient.get_dlq_entry(row.id)
