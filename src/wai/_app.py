@@ -6,12 +6,19 @@ import importlib
 import os
 import re
 import sys
-from types import ModuleType
+from types import ModuleType, TracebackType
 
+from wai import _client_base, _client_base_async
 from wai.client import AsyncClient
 from wai.errors import ValidationError
 
-__all__ = ["AppError", "load_app", "parse_app"]
+__all__ = ["AppError", "AppNeedsDatabaseURL", "load_app", "parse_app"]
+
+#: The functions that raise when a client is built with no URL and none in the environment.
+_URL_RESOLVERS = (
+    _client_base_async.resolve_database_url.__code__,
+    _client_base.resolve_database_url.__code__,
+)
 
 _APP = re.compile(
     r"^(?P<module>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):(?P<attr>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)$"
@@ -20,6 +27,14 @@ _APP = re.compile(
 
 class AppError(ValidationError):
     """The APP string is malformed, or does not name an :class:`wai.AsyncClient`."""
+
+
+class AppNeedsDatabaseURL(AppError):
+    """Importing APP built a client without a URL while none is configured.
+
+    The module was not left in ``sys.modules``: once ``WAI_DATABASE_URL`` is set,
+    :func:`load_app` can import it again.
+    """
 
 
 def parse_app(app: str) -> tuple[str, str]:
@@ -38,11 +53,21 @@ def load_app(app: str) -> AsyncClient:
 
     The attribute may be dotted (``pkg.tasks:registry.client``). Raises
     :class:`AppError` when the string is malformed, the module or attribute is
-    missing, or the object is not an ``AsyncClient``. Errors raised by the
-    module's own code while importing propagate unchanged.
+    missing, or the object is not an ``AsyncClient``; :class:`AppNeedsDatabaseURL`
+    when the module builds a client with no URL and neither ``WAI_DATABASE_URL`` nor
+    ``DATABASE_URL`` is set. Other errors raised by the module's own code while
+    importing propagate unchanged.
     """
     module_name, attr = parse_app(app)
-    obj: object = _import(module_name, app)
+    try:
+        obj: object = _import(module_name, app)
+    except ValidationError as exc:
+        if not _raised_by_url_resolver(exc.__traceback__):
+            raise
+        raise AppNeedsDatabaseURL(
+            f"importing APP {app!r} built a client without a database URL, and none is set"
+            " (WAI_DATABASE_URL or DATABASE_URL)"
+        ) from None
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)
@@ -73,3 +98,11 @@ def _import(name: str, app: str) -> ModuleType:
                 f" (searched the current directory {cwd} and sys.path)"
             ) from None
         raise
+
+
+def _raised_by_url_resolver(tb: TracebackType | None) -> bool:
+    """Whether the innermost frame of ``tb`` is a client's ``resolve_database_url``."""
+    last = None
+    while tb is not None:
+        last, tb = tb, tb.tb_next
+    return last is not None and last.tb_frame.f_code in _URL_RESOLVERS

@@ -29,8 +29,10 @@ __all__ = [
     "add_database_options",
     "admin_client",
     "check_reachable",
+    "configured_database_url",
     "confirm",
     "database_url",
+    "embedded_database_url",
     "err",
     "fail",
     "first_line",
@@ -54,14 +56,25 @@ class UsageError(Exception):
 # -- the database ------------------------------------------------------------------------
 
 
-def database_url(args: argparse.Namespace, stack: contextlib.ExitStack) -> str:
-    """--database-url, WAI_DATABASE_URL, DATABASE_URL, else an embedded server."""
+def configured_database_url(args: argparse.Namespace) -> str | None:
+    """--database-url, else WAI_DATABASE_URL, else DATABASE_URL; None when none is set."""
     url: str | None = (
         args.database_url or os.environ.get("WAI_DATABASE_URL") or os.environ.get("DATABASE_URL")
     )
+    return url or None
+
+
+def database_url(args: argparse.Namespace, stack: contextlib.ExitStack) -> str:
+    """The configured URL (checked reachable), else an embedded server's (see below)."""
+    url = configured_database_url(args)
     if url:
         check_reachable(url)
         return url
+    return embedded_database_url(stack)
+
+
+def embedded_database_url(stack: contextlib.ExitStack) -> str:
+    """Start (or join) the embedded server, announced on stderr, until ``stack`` closes."""
     from wai import embedded  # only when no URL is configured
 
     err("no database URL given (--database-url, WAI_DATABASE_URL or DATABASE_URL)", "")
@@ -93,14 +106,15 @@ def add_database_options(parser: argparse.ArgumentParser, *, default: Any) -> No
         "--database-url",
         metavar="URL",
         default=default,
-        help="PostgreSQL URL (default: $WAI_DATABASE_URL, $DATABASE_URL, else embedded)",
+        help="PostgreSQL URL (default: APP's client's own, $WAI_DATABASE_URL, "
+        "$DATABASE_URL, else embedded)",
     )
     parser.add_argument(
         "--schema",
         metavar="NAME",
         default=default,
         help="schema of wai's tables (default: wai; for demo: wai_demo; "
-        "worker: must match APP's client)",
+        "with APP: APP's client's schema, which this must match)",
     )
 
 

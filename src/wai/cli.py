@@ -2,10 +2,11 @@
 
 The database comes from ``--database-url``, else ``WAI_DATABASE_URL``, else
 ``DATABASE_URL``; with none, an embedded PostgreSQL is started (and announced on
-stderr, see :mod:`wai.embedded`). Exit codes: 0 success, 1 failure (a failed
-``--check``, an unreachable database, a wai error), 2 usage error (bad options, a
-bad ``APP``). Errors print ``wai: error: ...`` on stderr, without a traceback for
-wai's own errors and connection failures.
+stderr, see :mod:`wai.embedded`). A command taking ``APP`` imports it first and uses
+its client's own URL and schema (see :func:`_load_runtime_app`). Exit codes: 0
+success, 1 failure (a failed ``--check``, an unreachable database, a wai error), 2
+usage error (bad options, a bad ``APP``). Errors print ``wai: error: ...`` on stderr,
+without a traceback for wai's own errors and connection failures.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from wai._cli_common import (
     check_reachable,
     confirm,
     database_url,
+    embedded_database_url,
     err,
     fail,
     first_line,
@@ -97,6 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
 
     p = subparser(sub, "migrate", "apply pending schema migrations", _cmd_migrate)
+    p.add_argument(
+        "app",
+        metavar="APP",
+        nargs="?",
+        help="module:attribute naming a wai.AsyncClient: migrate its database and schema",
+    )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument(
         "--check", action="store_true", help="exit 1 listing pending migrations; apply nothing"
@@ -174,11 +182,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_migrate(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
-    schema: str = args.schema or "wai"
+    url, schema = _migrate_target(args, stack) if args.app else (None, args.schema or "wai")
     if args.sql:
         sys.stdout.write(migrate.script(schema))
         return 0
-    url = database_url(args, stack)
+    url = url or database_url(args, stack)
     with Client(url, schema=schema, max_connections=1) as client:
         if args.check:
             pending = client.pending_migrations()
@@ -194,6 +202,20 @@ def _cmd_migrate(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     else:
         print(f"schema {schema!r} is already up to date")
     return 0
+
+
+def _migrate_target(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[str, str]:
+    """`wai migrate APP`: the database URL and schema of APP's client (URL unchecked for --sql)."""
+    from wai._app import AppNeedsDatabaseURL
+
+    try:
+        client, url = _load_runtime_app(args, stack, offline=args.sql)
+    except AppNeedsDatabaseURL as exc:  # --sql touches no database: start none for it
+        raise UsageError(
+            f"{exc}; --sql touches no database: set WAI_DATABASE_URL, or give --schema "
+            "instead of APP"
+        ) from None
+    return url, client.schema
 
 
 def _cmd_worker(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
@@ -228,29 +250,52 @@ def _cmd_maintenance(args: argparse.Namespace, stack: contextlib.ExitStack) -> i
 
 
 def _load_runtime_app(
-    args: argparse.Namespace, stack: contextlib.ExitStack
+    args: argparse.Namespace, stack: contextlib.ExitStack, *, offline: bool = False
 ) -> tuple[AsyncClient, str]:
-    """Import APP's client for `worker`/`maintenance`/`callbacks serve`; returns it and the URL."""
-    from wai._app import load_app, parse_app  # imports user code: only for these commands
+    """Import APP's client for a command taking APP; returns it and its database URL.
 
-    parse_app(args.app)  # a malformed APP fails before any database is started
-    url = database_url(args, stack)
-    # A client built at import without a URL reads WAI_DATABASE_URL: give it ours.
-    os.environ["WAI_DATABASE_URL"] = url
+    APP is imported first, with ``WAI_DATABASE_URL`` set to ``--database-url`` when
+    one is given (else the environment as it is). The client's own URL and schema
+    win: a ``--database-url`` or ``--schema`` that disagrees is a usage error. Only
+    when APP builds a client without a URL and none is configured is the embedded
+    server started and APP imported again on it. ``offline`` (``migrate --sql``)
+    starts nothing and connects nowhere: :class:`wai._app.AppNeedsDatabaseURL` then
+    propagates.
+    """
+    from wai._app import AppNeedsDatabaseURL, parse_app  # imports user code: only for APP
+
+    parse_app(args.app)  # a malformed APP fails before anything is imported or started
+    if args.database_url:
+        # A client built at import without a URL reads WAI_DATABASE_URL: give it ours.
+        os.environ["WAI_DATABASE_URL"] = args.database_url
+    embedded_url: str | None = None
     try:
-        client = load_app(args.app)
-    except WaiError:
-        raise
-    except Exception:
-        traceback.print_exc()
-        raise WaiError(f"importing APP {args.app!r} failed (traceback above)") from None
+        client = _import_app(args.app)
+    except AppNeedsDatabaseURL:
+        if offline:
+            raise
+        embedded_url = os.environ["WAI_DATABASE_URL"] = embedded_database_url(stack)
+        client = _import_app(args.app)
     if args.database_url and client.database_url != args.database_url:
         raise UsageError(f"{args.app} uses its own database URL, not the --database-url given")
     if args.schema and client.schema != args.schema:
         raise UsageError(f"{args.app} uses schema {client.schema!r}, not --schema {args.schema!r}")
-    if client.database_url != url:  # APP's client names its own database
+    if not offline and client.database_url != embedded_url:  # embedded: checked at start
         check_reachable(client.database_url)
-    return client, url
+    return client, client.database_url
+
+
+def _import_app(app: str) -> AsyncClient:
+    """:func:`wai._app.load_app`, an error of the module's own code shown with its traceback."""
+    from wai._app import load_app
+
+    try:
+        return load_app(app)
+    except WaiError:
+        raise
+    except Exception:
+        traceback.print_exc()
+        raise WaiError(f"importing APP {app!r} failed (traceback above)") from None
 
 
 def _runtime_options(args: argparse.Namespace) -> dict[str, Any]:

