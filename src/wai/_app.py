@@ -6,19 +6,13 @@ import importlib
 import os
 import re
 import sys
-from types import ModuleType, TracebackType
+from types import ModuleType
 
-from wai import _client_base, _client_base_async
 from wai.client import AsyncClient
-from wai.errors import ValidationError
+from wai.errors import NoDatabaseURL, ValidationError
 
 __all__ = ["AppError", "AppNeedsDatabaseURL", "load_app", "parse_app"]
 
-#: The functions that raise when a client is built with no URL and none in the environment.
-_URL_RESOLVERS = (
-    _client_base_async.resolve_database_url.__code__,
-    _client_base.resolve_database_url.__code__,
-)
 
 _APP = re.compile(
     r"^(?P<module>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):(?P<attr>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)$"
@@ -61,9 +55,7 @@ def load_app(app: str) -> AsyncClient:
     module_name, attr = parse_app(app)
     try:
         obj: object = _import(module_name, app)
-    except ValidationError as exc:
-        if not _raised_by_url_resolver(exc.__traceback__):
-            raise
+    except NoDatabaseURL:
         raise AppNeedsDatabaseURL(
             f"importing APP {app!r} built a client without a database URL, and none is set"
             " (WAI_DATABASE_URL or DATABASE_URL)"
@@ -98,11 +90,3 @@ def _import(name: str, app: str) -> ModuleType:
                 f" (searched the current directory {cwd} and sys.path)"
             ) from None
         raise
-
-
-def _raised_by_url_resolver(tb: TracebackType | None) -> bool:
-    """Whether the innermost frame of ``tb`` is a client's ``resolve_database_url``."""
-    last = None
-    while tb is not None:
-        last, tb = tb, tb.tb_next
-    return last is not None and last.tb_frame.f_code in _URL_RESOLVERS

@@ -33,7 +33,7 @@ from wai.admin import (
     check_job_id,
     rejected,
 )
-from wai.errors import JobNotFound, SchemaNotMigrated, ValidationError
+from wai.errors import JobNotFound, NoDatabaseURL, SchemaNotMigrated, ValidationError
 from wai.inserts import EnqueueRequest, NewJob, build_args_job, build_job, validate_queue
 from wai.instances import RuntimeInstance
 from wai.job import JobRow, JobState
@@ -50,7 +50,7 @@ def resolve_database_url(database_url: str | None) -> str:
     """The explicit URL, else ``WAI_DATABASE_URL``, else ``DATABASE_URL``."""
     url = database_url or os.environ.get("WAI_DATABASE_URL") or os.environ.get("DATABASE_URL")
     if not url:
-        raise ValidationError(
+        raise NoDatabaseURL(
             "no database URL: pass one to the client or set WAI_DATABASE_URL or DATABASE_URL"
         )
     return url

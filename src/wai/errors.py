@@ -4,7 +4,8 @@ Every exception subclasses :class:`WaiError`::
 
     WaiError
     ├── ValidationError        bad input to an API call; nothing was written
-    │   └── SerializationError args or metadata that cannot be stored as JSON
+    │   ├── SerializationError args or metadata that cannot be stored as JSON
+    │   └── NoDatabaseURL      a client got no URL and none is set in the environment
     ├── UniqueConflict         an insert collided with a unique job
     ├── SchemaNotMigrated      the database schema is missing or behind
     ├── UnknownJobKind         no task is registered for a kind
@@ -27,6 +28,7 @@ __all__ = [
     "FollowUpError",
     "InvalidStateError",
     "JobNotFound",
+    "NoDatabaseURL",
     "OutboxRowNotFound",
     "ScheduleNotFound",
     "SchemaNotMigrated",
@@ -50,6 +52,10 @@ class ValidationError(WaiError, ValueError):
 
 class SerializationError(ValidationError):
     """Job args or metadata could not be encoded to (or decoded from) JSON."""
+
+
+class NoDatabaseURL(ValidationError):
+    """A client was built without a URL and neither WAI_DATABASE_URL nor DATABASE_URL is set."""
 
 
 class UniqueConflict(WaiError):
