@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from wai import _tables, cli_cron, cli_dlq, cli_outbox, migrate
+from wai import _tables, cli_cron, cli_dlq, cli_embedded, cli_outbox, migrate
 from wai._cli_common import (
     Command,
     UsageError,
@@ -174,7 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     cli_dlq.add_commands(sub)
     cli_cron.add_commands(sub)
     cli_outbox.add_commands(sub)
-    subparser(sub, "demo", "run a small signup example end to end", _cmd_demo)
+    cli_embedded.add_commands(sub)
+    subparser(sub, "demo", "a signup flow showing follow-ups committed with outcomes", _cmd_demo)
     return parser
 
 
@@ -357,7 +358,16 @@ def _cmd_demo(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     from wai import demo  # only needed for `demo`
 
     url = database_url(args, stack)
-    return asyncio.run(demo.run(url, schema=args.schema or demo.SCHEMA))
+    try:
+        return asyncio.run(demo.run(url, schema=args.schema or demo.SCHEMA))
+    except BrokenPipeError:
+        # The reader went away (`wai demo | head`): the demo has stopped its workers.
+        # Point stdout at /dev/null so the final flush cannot fail again, as the Python
+        # docs advise; the embedded server, if any, is stopped as the stack unwinds.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 1
 
 
 # -- operator actions: jobs and queues ----------------------------------------------------

