@@ -12,9 +12,10 @@ then the code that runs it and checks the result in the database.
   completed signup without its email, or an email without a completed signup,
   cannot exist, whenever a process crashes.
 - Grace's first attempt fails (the account service is busy). A failed attempt is
-  not a completion, so it enqueues no email. Her handler asks for a retry in one
-  second (``wai.RetryAfter``); the second attempt completes and enqueues her
-  email, exactly once.
+  not a completion, so it enqueues no email. The handler lets the error propagate:
+  the attempt is recorded with its error and retried after wai's exponential
+  backoff (about 2 s after a first failure); the second attempt completes and
+  enqueues her email, exactly once.
 - Each email records its lineage: ``job.row.trigger`` names the signup, and the
   run lease of the attempt, whose completion enqueued it.
 - An ``on_event`` hook prints the lifecycle events it sees. It only observes:
@@ -62,7 +63,6 @@ __all__ = [
 ]
 
 SCHEMA = "wai_demo"
-RETRY_DELAY = 1.0  # seconds before Grace's second attempt
 TIMEOUT = 30.0  # seconds before the demo gives up waiting for its jobs
 
 
@@ -116,16 +116,16 @@ def build_app(database_url: str, *, schema: str, log: Narrator) -> wai.AsyncClie
     client = wai.AsyncClient(database_url, schema=schema, max_connections=6)
 
     @client.task(Signup, queue="signup", max_attempts=3)
-    async def handle_signup(job: wai.Job[Signup]) -> wai.RetryAfter | None:
+    async def handle_signup(job: wai.Job[Signup]) -> None:
         """Create the account. Up to three attempts (``max_attempts=3``)."""
         try:
             await create_account(job.args, job.attempt)
         except AccountServiceBusy as exc:
-            log.say(job.id, "handler", f"{exc}: retry in {RETRY_DELAY:g} s (wai.RetryAfter)")
-            # The attempt fails and counts against max_attempts. Raising would retry
-            # with the default exponential backoff (2 s, 4 s, 8 s ...); wai.RetryAfter
-            # chooses the delay.
-            return wai.RetryAfter(RETRY_DELAY)
+            log.say(job.id, "handler", f"{exc}: raising, so this attempt fails")
+            # The attempt fails with this error and counts against max_attempts; wai
+            # retries it after an exponential backoff (2 s, 4 s, 8 s ... plus jitter).
+            # (A handler may also return wai.RetryAfter(seconds) to choose the delay.)
+            raise
         log.say(job.id, "handler", f"account created for {job.args.email}")
         # No email here: returning completes the job, and the completion enqueues it.
         return None
@@ -382,7 +382,11 @@ class Narrator:
                 text = f" in {event.duration:.2f} s"
             case Retried():
                 wait = max((event.next_run_at - datetime.now(UTC)).total_seconds(), 0.0)
-                text = f": attempt {event.attempt} failed, next in {wait:.1f} s; no email enqueued"
+                error = event.error.splitlines()[0] if event.error else "an error"
+                text = (
+                    f": attempt {event.attempt} failed ({error}); backoff {wait:.1f} s;"
+                    " no email enqueued"
+                )
             case _:
                 text = ""
         self.say(job.id, "on_event", f"{name} {job.kind}{text}")
@@ -405,9 +409,8 @@ class Narrator:
             "    wai inserts it in the same transaction that marks the signup completed.\n"
             "    No completion, no email; one completion, exactly one email.\n"
             "  * Grace's first attempt fails (the account service is busy). A failed attempt\n"
-            "    is not a completion: it enqueues no email. It is retried "
-            f"{RETRY_DELAY:g} s later\n"
-            "    (wai.RetryAfter), completes, and enqueues her email then.\n"
+            "    is not a completion: it enqueues no email. It is retried after wai's\n"
+            "    exponential backoff, completes, and enqueues her email then.\n"
             "  * Each email names its trigger: the signup whose completion enqueued it.\n"
             "  * Lines marked on_event come from a hook: best-effort observation after the\n"
             "    commit, fine for logs and metrics, never for anything that must happen.\n"

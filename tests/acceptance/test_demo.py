@@ -74,8 +74,9 @@ def test_demo_shows_followups_committed_with_their_trigger(database_url: str) ->
     assert "best-effort observation" in out
     # Time-stamped lines with job ids, from the app, the handlers and the hook.
     assert " #1    app       inserted signup for ada@example.com" in out
-    assert "handler   the account service timed out: retry in 1 s (wai.RetryAfter)" in out
-    assert "on_event  Retried signup: attempt 1 failed" in out
+    assert "handler   the account service timed out: raising, so this attempt fails" in out
+    assert "on_event  Retried signup: attempt 1 failed (AccountServiceBusy: the account" in out
+    assert "; backoff " in out
     assert "on_event  Started send_welcome_email: attempt 1 of 25, follow-up of #2" in out
     # The closing table and verdict, read from the database.
     assert "signup (trigger)" in out
