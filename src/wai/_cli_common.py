@@ -40,6 +40,7 @@ __all__ = [
     "int_in",
     "json_option",
     "limit",
+    "logging_options",
     "plural",
     "subparser",
     "timestamp",
@@ -137,6 +138,26 @@ def json_option(parser: argparse.ArgumentParser) -> None:
     """``--json``."""
     parser.add_argument(
         "--json", action="store_true", help="print JSON (datetimes in ISO 8601) for scripts"
+    )
+
+
+def logging_options(parser: argparse.ArgumentParser) -> None:
+    """``--log-level`` and ``--log-format`` of a long-running command (see :mod:`wai._logging`)."""
+    from wai._logging import FORMATS, LEVELS
+
+    parser.add_argument(
+        "--log-level",
+        choices=LEVELS,
+        default="info",
+        help="log wai's records from this level up (default info; other loggers: info "
+        "or the level given, whichever is higher)",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=FORMATS,
+        default="text",
+        help="text lines, or one JSON object per line with time, level, logger, message "
+        "and the job fields (default text); logs go to stderr",
     )
 
 

@@ -26,7 +26,7 @@ from wai._outbox import OutboxMixin
 from wai._registration import RegistrationMixin
 from wai._sql import validate_schema
 from wai._storable import check_text
-from wai._translate import translate_errors
+from wai._translate import migrate_command, translate_errors
 from wai.admin import (
     CANCELLABLE_STATES,
     RETRYABLE_STATES,
@@ -239,7 +239,7 @@ class ClientBase(RegistrationMixin, CallbackMixin, DlqMixin, CronMixin, OutboxMi
         if missing:
             raise SchemaNotMigrated(
                 f"schema {self.schema!r} lacks migrations {missing}: "
-                "run `wai migrate` or `client.migrate()`"
+                f"run {migrate_command(self.schema)} or `client.migrate()`"
             )
 
     # -- producer ---------------------------------------------------------------------

@@ -25,7 +25,7 @@ from wai._outbox_async import AsyncOutboxMixin
 from wai._registration import RegistrationMixin
 from wai._sql import validate_schema
 from wai._storable import check_text
-from wai._translate import translate_errors
+from wai._translate import migrate_command, translate_errors
 from wai.admin import (
     CANCELLABLE_STATES,
     RETRYABLE_STATES,
@@ -240,7 +240,7 @@ class AsyncClientBase(
         if missing:
             raise SchemaNotMigrated(
                 f"schema {self.schema!r} lacks migrations {missing}: "
-                "run `wai migrate` or `await client.migrate()`"
+                f"run {migrate_command(self.schema)} or `await client.migrate()`"
             )
 
     # -- producer ---------------------------------------------------------------------

@@ -10,7 +10,12 @@ from psycopg import errors as pgerr
 
 from wai.errors import DatabaseError, SchemaNotMigrated, UniqueConflict, ValidationError
 
-__all__ = ["translate_errors"]
+__all__ = ["migrate_command", "translate_errors"]
+
+
+def migrate_command(schema: str) -> str:
+    """The command that migrates ``schema``, in backquotes: with ``--schema`` unless ``wai``."""
+    return "`wai migrate`" if schema == "wai" else f"`wai --schema {schema} migrate`"
 
 
 @contextmanager
@@ -25,7 +30,7 @@ def translate_errors(schema: str) -> Iterator[None]:
     except (pgerr.UndefinedTable, pgerr.InvalidSchemaName, pgerr.UndefinedObject) as exc:
         raise SchemaNotMigrated(
             f"the wai schema {schema!r} is missing or out of date ({exc.diag.message_primary}): "
-            "run `wai migrate` or `await client.migrate()`"
+            f"run {migrate_command(schema)} or `await client.migrate()`"
         ) from exc
     except pgerr.UniqueViolation as exc:
         if exc.diag.constraint_name == "jobs_unique_idx":

@@ -17,8 +17,9 @@ import contextlib
 import functools
 import os
 import sys
+import threading
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -40,12 +41,15 @@ from wai._cli_common import (
     int_in,
     json_option,
     limit,
+    logging_options,
     subparser,
     yes_option,
 )
+from wai._logging import configure as configure_logging
+from wai._translate import migrate_command
 from wai._version import __version__
 from wai.client import AsyncClient, Client
-from wai.errors import ValidationError, WaiError
+from wai.errors import SchemaNotMigrated, ValidationError, WaiError
 from wai.inserts import validate_queue
 from wai.instances import registry_drift
 from wai.job import JobState
@@ -86,6 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except psycopg.OperationalError as exc:
         return fail(f"lost the database connection: {first_line(exc)}")
     except KeyboardInterrupt:
+        _leave_handler_threads()
         return 130
 
 
@@ -136,7 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_seconds,
         default=10.0,
         metavar="S",
-        help="seconds running jobs get to finish on SIGTERM/SIGINT (default 10)",
+        help="seconds running jobs get to finish on SIGTERM/SIGINT (default 10); "
+        "a second Ctrl-C stops at once, recording them as retryable",
     )
     p.add_argument(
         "--processes",
@@ -145,6 +151,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="run N worker processes under a supervisor that restarts any that dies "
         "(one process uses about one core)",
     )
+    p.add_argument(
+        "--dlq",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="--dlq: jobs of the served queues that fail for good (no attempt left, or a "
+        "terminal error) move to the dead-letter queue; --no-dlq: they stay 'failed' in "
+        "the jobs table. Stored per queue when the worker starts, so every process "
+        "applies it; a queue whose QueueConfig in APP sets dlq keeps its own. "
+        "Default: leave the stored setting as it is",
+    )
+    logging_options(p)
     for name, text in _TIMINGS:
         flag = "--" + name.replace("_", "-")
         p.add_argument(flag, dest=name, type=_seconds, metavar="S", help=f"seconds: {text}")
@@ -163,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="seconds to stop on SIGTERM/SIGINT (default 10)",
     )
+    logging_options(p)
     for name, text in _TIMINGS:
         if name != "poll_interval":  # nothing is claimed, so nothing is polled
             flag = "--" + name.replace("_", "-")
@@ -171,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_operator_commands(sub)
     _add_instance_commands(sub)
     _add_callback_commands(sub)
+    _add_completion_command(sub)
     cli_dlq.add_commands(sub)
     cli_cron.add_commands(sub)
     cli_outbox.add_commands(sub)
@@ -193,7 +212,10 @@ def _cmd_migrate(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
             pending = client.pending_migrations()
             if pending:
                 versions = ", ".join(str(v) for v in pending)
-                err(f"schema {schema!r} has pending migrations: {versions}; run `wai migrate`")
+                err(
+                    f"schema {schema!r} has pending migrations: {versions}; "
+                    f"run {migrate_command(schema)}"
+                )
                 return 1
             print(f"schema {schema!r} is up to date")
             return 0
@@ -221,33 +243,66 @@ def _migrate_target(args: argparse.Namespace, stack: contextlib.ExitStack) -> tu
 
 def _cmd_worker(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     queues = _parse_queues(args.queue)
+    configure_logging(args.log_level, args.log_format)  # before APP's import logs anything
+    source = _url_source(args)
     client, url = _load_runtime_app(args, stack)
-    if args.processes is not None:
-        return _supervise(args, client, url)
-    served = ", ".join(queues or client.registry.queues()) or "(none)"
-    mode = "until the queues are empty" if args.burst else "until SIGTERM or Ctrl-C"
-    banner = f"worker for {args.app}: queues {served}, schema {client.schema!r}, {mode}"
-    asyncio.run(
-        _run_worker(
-            client,
-            queues,
-            banner,
-            burst=args.burst,
-            maintenance=args.maintenance,
-            **_runtime_options(args),
+    with _migrate_advice(client, url, source):
+        if args.processes is not None:
+            return _supervise(args, client, url)
+        served = ", ".join(queues or client.registry.queues()) or "(none)"
+        mode = "until the queues are empty" if args.burst else "until SIGTERM or Ctrl-C"
+        banner = f"worker for {args.app}: queues {served}, schema {client.schema!r}, {mode}"
+        asyncio.run(
+            _run_worker(
+                client,
+                queues,
+                banner,
+                burst=args.burst,
+                maintenance=args.maintenance,
+                **_runtime_options(args),
+            )
         )
-    )
     return 0
 
 
 def _cmd_maintenance(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
-    client, _url = _load_runtime_app(args, stack)
+    configure_logging(args.log_level, args.log_format)
+    source = _url_source(args)
+    client, url = _load_runtime_app(args, stack)
     banner = (
         f"maintenance for {args.app}: leader election, promotion, rescue, cleanup, aging; "
         f"no queues served; schema {client.schema!r}, until SIGTERM or Ctrl-C"
     )
-    asyncio.run(_run_worker(client, {}, banner, maintenance=True, **_runtime_options(args)))
+    with _migrate_advice(client, url, source):
+        asyncio.run(_run_worker(client, {}, banner, maintenance=True, **_runtime_options(args)))
     return 0
+
+
+def _url_source(args: argparse.Namespace) -> str:
+    """Where the database URL comes from (read before APP's client is handed it)."""
+    if args.database_url:
+        return "--database-url"
+    for name in ("WAI_DATABASE_URL", "DATABASE_URL"):
+        if os.environ.get(name):
+            return name
+    return "embedded"
+
+
+@contextlib.contextmanager
+def _migrate_advice(client: AsyncClient, url: str, source: str) -> Iterator[None]:
+    """Add to "run `wai migrate`" which database ``wai migrate`` must be given."""
+    try:
+        yield
+    except SchemaNotMigrated as exc:
+        if client.database_url != url:
+            where = "APP's client names its own database: give that URL to --database-url"
+        elif source == "--database-url":
+            where = "with the same --database-url"
+        elif source == "embedded":
+            where = "on the embedded database: run it with no database URL too"
+        else:
+            where = f"with the database of ${source}, which `wai migrate` reads too"
+        raise SchemaNotMigrated(f"{exc} ({where})") from None
 
 
 def _load_runtime_app(
@@ -300,10 +355,12 @@ def _import_app(app: str) -> AsyncClient:
 
 
 def _runtime_options(args: argparse.Namespace) -> dict[str, Any]:
-    """``shutdown_timeout`` and the timings given on the command line."""
+    """``shutdown_timeout``, the timings and ``dlq`` given on the command line."""
     runtime: dict[str, Any] = {
         name: getattr(args, name) for name, _ in _TIMINGS if getattr(args, name, None) is not None
     }
+    if getattr(args, "dlq", None) is not None:
+        runtime["dlq"] = args.dlq
     return {"shutdown_timeout": args.shutdown_timeout, **runtime}
 
 
@@ -340,8 +397,12 @@ def _worker_argv(args: argparse.Namespace) -> list[str]:
         argv.append("--burst")
     if not args.maintenance:
         argv.append("--no-maintenance")
+    argv += ["--log-level", args.log_level, "--log-format", args.log_format]
     for name, value in _runtime_options(args).items():
-        argv += ["--" + name.replace("_", "-"), repr(value)]
+        if name == "dlq":
+            argv.append("--dlq" if value else "--no-dlq")
+        else:
+            argv += ["--" + name.replace("_", "-"), repr(value)]
     return argv
 
 
@@ -440,6 +501,29 @@ def _add_callback_commands(sub: SubParsers) -> None:
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=_port, default=8080, help="port to bind (default 8080)")
+
+
+def _add_completion_command(sub: SubParsers) -> None:
+    p = subparser(
+        sub,
+        "completion",
+        "print a completion script for SHELL (e.g. `wai completion bash > "
+        "~/.local/share/bash-completion/completions/wai`)",
+        _cmd_completion,
+    )
+    p.add_argument("shell", metavar="SHELL", choices=_SHELLS, help=", ".join(_SHELLS))
+
+
+_SHELLS = ("bash", "zsh", "tcsh")
+
+
+def _cmd_completion(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    try:
+        import shtab  # only needed here
+    except ImportError:
+        raise WaiError("shell completion needs the shtab package: pip install shtab") from None
+    sys.stdout.write(shtab.complete(build_parser(), shell=args.shell))
+    return 0
 
 
 def _cmd_callbacks_serve(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
@@ -563,6 +647,21 @@ def _cmd_queue_action(args: argparse.Namespace, stack: contextlib.ExitStack) -> 
 
 
 # -- helpers ---------------------------------------------------------------------------
+
+
+def _leave_handler_threads() -> None:
+    """Exit now if a plain ``def`` handler still runs after a second Ctrl-C.
+
+    Its attempt is already recorded as retryable; Python would otherwise wait for its
+    thread at exit, and the process would not stop at once.
+    """
+    lingering = [t for t in threading.enumerate() if t.name.startswith("wai-job")]
+    for thread in lingering:
+        thread.join(timeout=0.1)
+    if any(t.is_alive() for t in lingering):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
 
 
 def _parse_queues(specs: list[str]) -> dict[str, int] | None:

@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import signal
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 from wai._client_base import ClientBase
 from wai._client_base_async import AsyncClientBase
+from wai._logging import emit
 from wai.callbacks import Resolved
 from wai.errors import ValidationError
 from wai.queues import QueueConfig, normalize_queues
 from wai.worker import Runtime, RuntimeSettings
 
 __all__ = ["AsyncClient", "Client"]
+
+logger = logging.getLogger("wai.worker")
 
 
 class AsyncClient(AsyncClientBase):
@@ -70,44 +76,66 @@ class AsyncClient(AsyncClientBase):
         """Like :meth:`start`, then block until SIGTERM/SIGINT, :meth:`shutdown` or burst end.
 
         The first signal starts a graceful shutdown (``shutdown_timeout`` seconds,
-        default 10); during it a further SIGTERM is ignored and a second SIGINT
-        interrupts it.
+        default 10); on SIGINT (Ctrl-C) a line on stderr says so. During it a further
+        SIGTERM is ignored, and a second SIGINT stops at once: the running attempts
+        are recorded as ``retryable`` (error "worker interrupted", attempt counted,
+        fenced by their run lease like every outcome), the process's record is
+        removed, and ``run`` raises :class:`KeyboardInterrupt`. A third SIGINT
+        interrupts even that.
         """
         shutdown_timeout = float(runtime.pop("shutdown_timeout", 10.0))
-        await self.start(queues, **runtime)
-        assert self._runtime is not None
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
+        received: list[signal.Signals] = []
+
+        def on_signal(sig: signal.Signals) -> None:
+            worker = self._runtime
+            if not received:
+                received.append(sig)
+                stop.set()
+            elif sig is signal.SIGINT and worker is not None and not worker.interrupted:
+                _say(f"stopping now: interrupting {_jobs(worker.running)}")
+                worker.interrupt()
+                # the next Ctrl-C raises KeyboardInterrupt: nothing waits any more
+                loop.remove_signal_handler(signal.SIGINT)
+            # a repeated SIGTERM (say from both `wai worker --processes` and a service
+            # manager) is ignored
+
+        # Installed before the workers start: a signal while they start stops them too.
         installed: list[signal.Signals] = []
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:
-                loop.add_signal_handler(sig, stop.set)
+                loop.add_signal_handler(sig, on_signal, sig)
                 installed.append(sig)
             except (NotImplementedError, RuntimeError, ValueError):
                 pass  # not the main thread, or not supported here
-        waiters = [
-            asyncio.ensure_future(stop.wait()),
-            asyncio.ensure_future(self._runtime.wait_stopping()),
-        ]
         try:
-            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for w in waiters:
-                w.cancel()
-            # A second SIGINT (Ctrl-C) interrupts the graceful shutdown; a repeated SIGTERM
-            # (say from both `wai worker --processes` and a service manager) is ignored.
-            if signal.SIGINT in installed:
-                loop.remove_signal_handler(signal.SIGINT)
+            await self.start(queues, **runtime)
+            assert self._runtime is not None
+            worker = self._runtime
+            waiters = [
+                asyncio.ensure_future(stop.wait()),
+                asyncio.ensure_future(worker.wait_stopping()),
+            ]
             try:
-                await self.shutdown(timeout=shutdown_timeout)
+                await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
             finally:
-                if signal.SIGTERM in installed:
-                    loop.remove_signal_handler(signal.SIGTERM)
+                for w in waiters:
+                    w.cancel()
+                if received and not worker.interrupted:
+                    _announce(received[0], worker.running, shutdown_timeout)
+                await self.shutdown(timeout=shutdown_timeout)
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)  # False when already removed
+        if worker.interrupted:
+            raise KeyboardInterrupt
 
     async def shutdown(self, timeout: float = 10.0) -> None:
         """Stop claiming, let running jobs finish for up to ``timeout`` seconds, then stop.
 
-        Jobs still running at the timeout are cancelled and recorded as retryable.
+        Jobs still running at the timeout are cancelled and put back to ``available``
+        with their attempt refunded.
         """
         if self._runtime is not None:
             await self._runtime.shutdown(timeout)
@@ -123,6 +151,25 @@ class AsyncClient(AsyncClientBase):
         runtime = self._runtime
         if runtime is not None and not runtime.stopped and resolved.outcome is not None:
             runtime.hooks.resolved(resolved.outcome, resolved.row)
+
+
+def _jobs(count: int) -> str:
+    return f"{count} running job{'' if count == 1 else 's'}"
+
+
+def _say(message: str) -> None:
+    """A line for the person at the terminal who pressed Ctrl-C (stderr, not a log)."""
+    with contextlib.suppress(Exception):  # a closed stderr must not stop the shutdown
+        print(f"wai: {message}", file=sys.stderr, flush=True)
+
+
+def _announce(sig: signal.Signals, running: int, timeout: float) -> None:
+    """Say that a signal started the graceful shutdown, and what it waits for."""
+    text = f"shutting down: waiting up to {timeout:g} s for {_jobs(running)}"
+    if sig is signal.SIGINT:
+        _say(f"{text} (Ctrl-C again to stop now)")
+    else:
+        emit(logger, logging.INFO, "%s received: %s", sig.name, text)
 
 
 class Client(ClientBase):

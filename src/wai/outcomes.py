@@ -56,11 +56,15 @@ class Outcome:
 def describe_exception(exc: BaseException, *, limit: int = 10) -> str:
     """``"<Type>: <message>"`` plus the last ``limit`` traceback lines.
 
-    The text is made storable (:func:`wai._text.storable`): a NUL byte in the message
+    An exception whose ``str()`` raises is described by its type. The text is made
+    storable (:func:`wai._text.storable`): a NUL byte in the message
     is recorded as ``\\x00`` and a lone surrogate as its backslash escape, so the
     error is kept, readable, instead of failing the write of the job's outcome.
     """
-    head = f"{type(exc).__name__}: {exc}"
+    try:
+        head = f"{type(exc).__name__}: {exc}"
+    except Exception:  # its __str__ raises: the type still says something
+        head = f"{type(exc).__name__}: <str() of the exception raised>"
     if isinstance(exc, FollowUpError):
         return storable(head)  # names the spec and the closure's exception; no wai frames
     tb = traceback.format_exception(exc)

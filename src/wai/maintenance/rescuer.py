@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,11 +12,17 @@ from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
 from wai import _dlq_db_async as dlq_db
+from wai._logging import emit
 from wai.dlq import failure_reason
 from wai.job import JobRow, JobState
 from wai.maintenance._service import PeriodicService
 
 __all__ = ["Rescuer", "RescuerResult"]
+
+logger = logging.getLogger("wai.maintenance")
+
+#: At most this many job ids are named in one log line (all of them are in ``extra``).
+_NAMED = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +84,33 @@ class Rescuer(PeriodicService):
                 await dlq_db.dlq_route(conn, self._schema, failed)
             for _row, reason in rows:
                 counts[reason] = counts.get(reason, 0) + 1
+            if rows and logger.isEnabledFor(logging.WARNING):
+                _log_rescued(rows)
             if rows and self._on_rescued is not None:
                 self._on_rescued(rows)
             if len(rows) < self._batch_size:
                 break
         return RescuerResult(counts)
+
+
+def _log_rescued(rows: Sequence[tuple[JobRow, str]]) -> None:
+    """One WARNING per reason: how many jobs, which, and where they went."""
+    by_reason: dict[str, list[JobRow]] = {}
+    for row, reason in rows:
+        by_reason.setdefault(reason, []).append(row)
+    for reason, rescued in by_reason.items():
+        ids = [row.id for row in rescued]
+        named = ", ".join(map(str, ids[:_NAMED])) + (", ..." if len(ids) > _NAMED else "")
+        failed = sum(row.state is JobState.FAILED for row in rescued)
+        fate = f"{len(ids) - failed} to retry, {failed} failed (no attempt left)"
+        emit(
+            logger,
+            logging.WARNING,
+            "rescued %d job%s (%s): %s; jobs %s",
+            len(ids),
+            "" if len(ids) == 1 else "s",
+            reason,
+            fate,
+            named,
+            extra={"reason": reason, "count": len(ids), "job_ids": ids},
+        )

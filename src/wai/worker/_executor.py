@@ -17,7 +17,7 @@ from wai.kinds import decode_args
 from wai.outcomes import Outcome, decide
 from wai.registry import Registry
 
-__all__ = ["execute", "shutdown_outcome"]
+__all__ = ["INTERRUPTED", "execute", "interrupted_outcome", "shutdown_outcome"]
 
 logger = logging.getLogger("wai.worker")
 
@@ -153,6 +153,27 @@ def shutdown_outcome(row: JobRow, state: AttemptState) -> Outcome:
         delay=0.0,
         attempt_delta=-1,
         error="worker shut down before the attempt finished",
+        progress=state.current_progress_json(),
+    )
+
+
+#: The error of an attempt stopped at once by :meth:`wai.worker.Runtime.interrupt`.
+INTERRUPTED = "worker interrupted: stopped at once (a second Ctrl-C) before the attempt finished"
+
+
+def interrupted_outcome(row: JobRow, state: AttemptState) -> Outcome:
+    """The outcome of an attempt the worker stopped without waiting: retryable now.
+
+    The attempt counts (it ran, and may have had effects) and its error is recorded,
+    but it never exhausts the job: an operator's Ctrl-C is not the job's failure.
+    """
+    return Outcome(
+        job_id=row.id,
+        run_lease=row.run_lease,
+        state=JobState.RETRYABLE,
+        event="retried",
+        delay=0.0,
+        error=INTERRUPTED,
         progress=state.current_progress_json(),
     )
 

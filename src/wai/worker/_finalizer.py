@@ -13,6 +13,7 @@ from psycopg import AsyncConnection
 from psycopg.errors import QueryCanceled, TransactionRollback
 from psycopg_pool import AsyncConnectionPool
 
+from wai._logging import emit
 from wai._supervise import repeat
 from wai._text import storable
 from wai._transitions_async import Planned, apply_outcomes
@@ -22,6 +23,7 @@ from wai.followups import Applied, error_text, plan_row
 from wai.job import JobRow
 from wai.outcomes import Outcome, decide, expected_row, stamped
 from wai.registry import Registry
+from wai.worker._joblog import job_extra, log_written
 
 __all__ = ["Finalizer"]
 
@@ -136,9 +138,12 @@ class Finalizer:
         try:
             await self._write(await self._plan(batch))
         except Exception:  # a bug in wai itself: keep writing the next batches
-            logger.exception(
+            emit(
+                logger,
+                logging.ERROR,
                 "wai: writing %d outcomes failed; those jobs stay running until rescued",
                 len(batch),
+                exc_info=True,
             )
             self._on_committed(batch, [])
 
@@ -181,10 +186,13 @@ class Finalizer:
             return _Item(outcome, state, Planned(expected=expected, jobs=jobs))
         if outcome.followup_failure:
             return _Item(outcome, state, Planned(outbox=True))
-        logger.warning(
+        emit(
+            logger,
+            logging.WARNING,
             "wai: job %s: %s; recording the attempt as failed",
             outcome.job_id,
             storable(str(failure)),
+            extra=job_extra(state.row),
         )
         return self._plan_one(_failed_attempt(outcome, state, failure), state)
 
@@ -232,8 +240,12 @@ class Finalizer:
             except _TRANSIENT as exc:
                 if isinstance(exc, QueryCanceled):
                     raise  # a statement timeout: this batch, not the server
-                logger.warning(
-                    "wai: could not write %d outcomes (%s); retrying", len(outcomes), exc
+                emit(
+                    logger,
+                    logging.WARNING,
+                    "wai: could not write %d outcomes (%s); retrying",
+                    len(outcomes),
+                    exc,
                 )
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
@@ -243,41 +255,51 @@ class Finalizer:
 
     def _settle_applied(self, items: Sequence[_Item], applied: Applied) -> None:
         rejected = {outcome.job_id for outcome, _ in applied.rejected}
-        self._on_committed(
-            [(item.outcome, item.state) for item in items if item.outcome.job_id not in rejected],
-            applied.rows,
-        )
+        written = [
+            (item.outcome, item.state) for item in items if item.outcome.job_id not in rejected
+        ]
+        self._on_committed(written, applied.rows)
+        log_written(written, applied.rows, applied.dead_lettered)
         states = {item.outcome.job_id: item.state for item in items}
         for outcome, error in applied.rejected:
             # A spec failed on the committed row (or its follow-up insert failed): record
             # a failed attempt, written with the next batch.
-            logger.warning(
+            state = states[outcome.job_id]
+            emit(
+                logger,
+                logging.WARNING,
                 "wai: job %s: %s; recording the attempt as failed",
                 outcome.job_id,
                 storable(str(error)),
+                extra=job_extra(state.row),
             )
-            state = states[outcome.job_id]
             self.submit(_failed_attempt(outcome, state, error), state)
 
     async def _unwritable(self, item: _Item, exc: Exception) -> None:
         """Record a failed attempt for an outcome the database refused, written alone."""
         outcome, state = item.outcome, item.state
         if outcome.unwritable:
-            logger.error(
+            emit(
+                logger,
+                logging.ERROR,
                 "wai: job %s: recording why its outcome could not be written failed too "
                 "(%s); it stays running until rescued",
                 outcome.job_id,
                 storable(error_text(exc)),
                 exc_info=exc,
+                extra=job_extra(state.row),
             )
             self._on_committed([(outcome, state)], [])
             return
-        logger.error(
+        emit(
+            logger,
+            logging.ERROR,
             "wai: job %s: its %s outcome could not be written (%s); recording a failed attempt",
             outcome.job_id,
             outcome.event,
             storable(error_text(exc)),
             exc_info=exc,
+            extra=job_extra(state.row),
         )
         error = storable(
             f"wai could not write this attempt's outcome ({outcome.event}): {error_text(exc)}"

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from wai import _db_async as db
+from wai._logging import emit
 from wai.context import AttemptState
 from wai.job import JobRow
 from wai.maintenance import (
@@ -27,13 +28,14 @@ from wai.maintenance import (
     new_instance_id,
 )
 from wai.maintenance._service import stop_tasks
-from wai.outcomes import Outcome
+from wai.outcomes import Outcome, describe_exception
 from wai.queues import QueueConfig, QueueSettings
 from wai.worker._callbacks import AttemptCallbacks
-from wai.worker._executor import execute, shutdown_outcome
+from wai.worker._executor import execute, interrupted_outcome, shutdown_outcome
 from wai.worker._finalizer import Finalizer
 from wai.worker._heartbeat import Heartbeater
 from wai.worker._hooks import HookDispatcher
+from wai.worker._joblog import job_extra
 from wai.worker._notifier import Notifier, parse_cancel
 from wai.worker._producer import QueueProducer
 from wai.worker._records import Recorder
@@ -62,6 +64,11 @@ class Runtime:
         self.attempts: dict[tuple[int, int], AttemptState] = {}
         self.producers: dict[str, QueueProducer] = {}
         self.stopped = False
+        #: Attempts whose outcome this process wrote (or gave up on) since it started.
+        self.finished = 0
+        #: Set by :meth:`interrupt`: running attempts were stopped, not waited for.
+        self.interrupted = False
+        self._started_at = time.monotonic()
         self._stopping = asyncio.Event()
         self._handlers: dict[asyncio.Task[None], tuple[JobRow, AttemptState]] = {}
         self._background: list[asyncio.Task[None]] = []
@@ -178,8 +185,31 @@ class Runtime:
             try:
                 await asyncio.wait_for(notifier.connected.wait(), 5)
             except TimeoutError:
-                logger.warning("wai: LISTEN not ready after 5 s; relying on polling")
+                emit(logger, logging.WARNING, "wai: LISTEN not ready after 5 s; relying on polling")
         await self.recorder.refresh()  # the record exists once start() returns
+        self._started_at = time.monotonic()
+        self._log_started()
+
+    def _log_started(self) -> None:
+        if not logger.isEnabledFor(logging.INFO):
+            return
+        queues = {name: config.concurrency for name, config in self.queues.items()}
+        served = ", ".join(f"{n}={c}" for n, c in queues.items()) or "none (maintenance only)"
+        emit(
+            logger,
+            logging.INFO,
+            "worker started: queues %s; schema %r; instance %s; maintenance %s",
+            served,
+            self.client.schema,
+            self.instance_id,
+            "on" if self.settings.maintenance else "off",
+            extra={
+                "instance_id": self.instance_id,
+                "schema": self.client.schema,
+                "queues": queues,
+                "maintenance": self.settings.maintenance,
+            },
+        )
 
     async def _store_queue_settings(self) -> None:
         # QueueConfig(retention=..., priority_aging=..., dlq=...) lands in the queues table,
@@ -258,16 +288,44 @@ class Runtime:
         """Return when shutdown begins (or burst mode ran out of work)."""
         await self._stopping.wait()
 
+    @property
+    def running(self) -> int:
+        """Attempts whose handler is running now."""
+        return len(self._handlers)
+
+    def interrupt(self) -> None:
+        """Stop the running attempts now instead of waiting for them (a second Ctrl-C).
+
+        Each is cancelled and recorded as ``retryable`` at once, its attempt counted,
+        with the error "worker interrupted ...": written by the finalizer like any
+        outcome, so fenced by the attempt's run lease, and nothing waits for rescue.
+        A :meth:`shutdown` under way then returns as soon as those outcomes are written.
+        """
+        if self.stopped or self.interrupted:
+            return
+        self.interrupted = True
+        self._stopping.set()
+        for p in self.producers.values():
+            p.stop()
+        # Cancelled on the next turn of the loop: a task created this turn has started
+        # by then (a task cancelled before its first step would skip _run_attempt's
+        # handling and write no outcome). Attempts launched later see ``interrupted``.
+        running = list(self._handlers)
+        asyncio.get_running_loop().call_soon(_cancel_all, running)
+
     async def shutdown(self, timeout: float) -> None:
         """Stop claiming, give running attempts ``timeout`` seconds, then stop everything."""
         if self.stopped:
             return
+        began = time.monotonic()
         self._stopping.set()
         for p in self.producers.values():
             p.stop()
         await asyncio.gather(*self._producer_tasks, return_exceptions=True)
         for _, state in self._handlers.values():
             state.cancelled.set()
+        running = len(self._handlers)
+        late: set[asyncio.Task[None]] = set()
         if self._handlers:
             _, late = await asyncio.wait(list(self._handlers), timeout=timeout)
             for t in late:
@@ -275,10 +333,13 @@ class Runtime:
             if late:
                 await asyncio.wait(late, timeout=5)
         if self._finalizer is not None:
+            bound = 5.0 if self.interrupted else max(timeout, 5)
             try:
-                await asyncio.wait_for(self._finalizer.wait_idle(), timeout=max(timeout, 5))
+                await asyncio.wait_for(self._finalizer.wait_idle(), timeout=bound)
             except TimeoutError:
-                logger.warning(
+                emit(
+                    logger,
+                    logging.WARNING,
                     "wai: %d outcomes unwritten at shutdown; rescue will recover those jobs",
                     self._finalizer.pending,
                 )
@@ -287,6 +348,39 @@ class Runtime:
         if self._threads is not None:
             self._threads.shutdown(wait=False, cancel_futures=True)
         self.stopped = True
+        self._log_stopped(began, running, len(late), timeout)
+
+    def _log_stopped(self, began: float, running: int, late: int, timeout: float) -> None:
+        if not logger.isEnabledFor(logging.INFO):
+            return
+        now = time.monotonic()
+        if running == 0:
+            attempts = "no attempt was running"
+        elif self.interrupted:
+            attempts = f"{_attempts(running)} interrupted, recorded as retryable"
+        elif late:
+            attempts = (
+                f"{running - late} of {_attempts(running)} finished in time; "
+                f"{late} went back to available after {timeout:g} s"
+            )
+        else:
+            attempts = f"{_attempts(running)} finished in time"
+        emit(
+            logger,
+            logging.INFO,
+            "worker stopped after %.1f s: %s finished; shutdown took %.1f s (%s)",
+            now - self._started_at,
+            _attempts(self.finished),
+            now - began,
+            attempts,
+            extra={
+                "instance_id": self.instance_id,
+                "finished": self.finished,
+                "uptime": round(now - self._started_at, 3),
+                "shutdown_seconds": round(now - began, 3),
+                "interrupted": self.interrupted,
+            },
+        )
 
     # -- attempts ---------------------------------------------------------------------
 
@@ -303,26 +397,41 @@ class Runtime:
         assert self._threads is not None
         assert self._finalizer is not None
         try:
+            if self.interrupted:  # claimed as the worker was being interrupted
+                raise asyncio.CancelledError
             outcome = await execute(
                 row, state, self.client.registry, self._threads, producer.config.deadline
             )
         except asyncio.CancelledError:
             state.abandon()  # a sync handler blocked in wait_for_callback_sync stops too
-            outcome = shutdown_outcome(row, state)
+            if self.interrupted:
+                outcome = interrupted_outcome(row, state)
+            else:
+                outcome = shutdown_outcome(row, state)
         except Exception as exc:  # the executor never raises; this is a bug guard
-            logger.exception("wai: executor failed on job %s", row.id)
+            emit(
+                logger,
+                logging.ERROR,
+                "wai: executor failed on job %s",
+                row.id,
+                exc_info=True,
+                extra=job_extra(row),
+            )
             outcome = dataclasses.replace(
-                shutdown_outcome(row, state), error=f"worker error: {exc!r}"
+                shutdown_outcome(row, state), error=f"worker error: {describe_exception(exc)}"
             )
         finally:
             state.finished = time.monotonic()
             producer.release()
             if state.overrun is not None:
-                logger.warning(
+                emit(
+                    logger,
+                    logging.WARNING,
                     "wai: job %s: its handler's thread runs on past the deadline and keeps "
                     "its slot of queue %r until it returns (check job.is_cancelled())",
                     row.id,
                     producer.name,
+                    extra=job_extra(row),
                 )
                 producer.hold(state.overrun)
             state.release = producer.finalized
@@ -332,6 +441,7 @@ class Runtime:
     def _committed(
         self, batch: Sequence[tuple[Outcome, AttemptState]], rows: Sequence[JobRow]
     ) -> None:
+        self.finished += len(batch)
         for outcome, state in batch:
             self.attempts.pop((outcome.job_id, outcome.run_lease), None)
             release, state.release = state.release, None
@@ -374,3 +484,12 @@ class Runtime:
         if state is not None:
             state.cancelled.set()
             self.callbacks.wake(attempt)  # a wait in place looks at its row now
+
+
+def _cancel_all(tasks: Sequence[asyncio.Task[None]]) -> None:
+    for task in tasks:
+        task.cancel()
+
+
+def _attempts(count: int) -> str:
+    return f"{count} attempt{'' if count == 1 else 's'}"
