@@ -38,6 +38,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 import psycopg
@@ -47,6 +48,7 @@ from psycopg import sql
 import wai
 from wai import embedded
 from wai import registry as wai_registry
+from wai.kinds import undeclare
 
 os.environ.setdefault("PGHOST", "127.0.0.1")
 os.environ.setdefault("PGPORT", "5432")
@@ -334,15 +336,20 @@ def sclient(database_url: str) -> Iterator[wai.Client]:
 
 @pytest.fixture(autouse=True)
 def _isolated_known_queues() -> Iterator[None]:
-    """Undo each test's task registrations in wai's process-wide kind → queue map.
+    """Undo each test's task registrations in wai's process-wide state.
 
     ``@client.task(..., queue=...)`` also records the queue for inserts made without
-    that client (``wai.bridge``); without this, one test's registrations would route
-    another test's inserts.
+    that client (``wai.bridge``), and declares its options onto an args type that
+    declares none; without this, one test's registrations would route another test's
+    inserts.
     """
     known: dict[str, str] | None = getattr(wai_registry, "_KNOWN_QUEUES", None)
     saved = dict(known) if known is not None else None
+    stamped: list[type[Any]] = getattr(wai_registry, "_DECLARED_BY_TASKS", [])
+    mark = len(stamped)
     yield
     if known is not None and saved is not None:
         known.clear()
         known.update(saved)
+    while len(stamped) > mark:
+        undeclare(stamped.pop())

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import wai
 
 
+@wai.kind(queue="signup", max_attempts=10, deadline=30)  # kind "signup", whoever inserts it
 @dataclass
 class Signup:
     user_id: int
@@ -14,7 +15,7 @@ class Signup:
 client = wai.AsyncClient()  # the URL from WAI_DATABASE_URL (or DATABASE_URL)
 
 
-@client.task(Signup, queue="signup", deadline=30, max_attempts=10)  # kind: "signup"
+@client.task(Signup)  # the queue, attempts and deadline come from the args type
 async def handle_signup(job: wai.Job[Signup]) -> None:
     print("welcome", job.args.user_id)
 

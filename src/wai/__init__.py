@@ -33,6 +33,7 @@ from wai.followups import RescueReason
 from wai.inserts import EnqueueRequest
 from wai.instances import RuntimeInstance
 from wai.job import JobRow, JobState, Trigger
+from wai.kinds import KindDefaults, kind
 from wai.outbox import OutboxEntry, OutboxStats
 from wai.periodic import Schedule
 from wai.queues import QueueConfig
@@ -56,6 +57,7 @@ __all__ = [
     "JobNotFound",
     "JobRow",
     "JobState",
+    "KindDefaults",
     "NoDatabaseURL",
     "OutboxEntry",
     "OutboxRowNotFound",
@@ -83,4 +85,5 @@ __all__ = [
     "__version__",
     "bridge",
     "events",
+    "kind",
 ]

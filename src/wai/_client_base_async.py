@@ -179,14 +179,18 @@ class AsyncClientBase(
         args_type: type[Any] | str,
         *,
         kind: str | None = None,
-        queue: str = "default",
+        queue: str | None = None,
         deadline: float | None = None,
         max_attempts: int | None = None,
     ) -> Callable[[F], F]:
         """Register the decorated function as the handler of ``args_type``'s kind.
 
-        *queue* is where jobs of the kind go by default; *deadline* bounds one
-        attempt in seconds; *max_attempts* is the kind's default retry budget.
+        *queue* is where jobs of the kind go by default (else ``"default"``); *deadline*
+        bounds one attempt in seconds; *max_attempts* is the kind's default retry
+        budget. An args type that declares its defaults (``@wai.kind``) gives them to
+        the task, and an option here that differs raises :class:`wai.ValidationError`;
+        one that declares nothing gets these options declared onto it, so that every
+        client of the process inserts it alike.
         """
 
         def register(fn: F) -> F:
@@ -251,7 +255,7 @@ class AsyncClientBase(
         *,
         kind: str | None = None,
         queue: str | None = None,
-        priority: int = 2,
+        priority: int | None = None,
         max_attempts: int | None = None,
         run_at: datetime | None = None,
         tags: Iterable[str] = (),
@@ -261,8 +265,9 @@ class AsyncClientBase(
     ) -> JobRow:
         """Insert one job and return its committed row.
 
-        The queue defaults to the kind's registered queue, else ``"default"``;
-        ``run_at`` makes the job ``scheduled`` until then.
+        ``queue``, ``priority`` and ``max_attempts`` default to what the args type
+        declares (``@wai.kind``), else to the kind's registered task, else to
+        ``"default"``, 2 and 25; ``run_at`` makes the job ``scheduled`` until then.
         """
         job = self.build(
             EnqueueRequest(

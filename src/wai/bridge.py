@@ -23,7 +23,7 @@ def _build(
     *,
     kind: str | None,
     queue: str | None,
-    priority: int,
+    priority: int | None,
     max_attempts: int | None,
     run_at: datetime | None,
     tags: Iterable[str],
@@ -54,7 +54,7 @@ async def insert_job(
     *,
     kind: str | None = None,
     queue: str | None = None,
-    priority: int = 2,
+    priority: int | None = None,
     max_attempts: int | None = None,
     run_at: datetime | None = None,
     tags: Iterable[str] = (),
@@ -67,8 +67,10 @@ async def insert_job(
 
     Nothing is committed here: the job becomes visible (and its queue is
     notified) when the caller commits, and vanishes if the caller rolls back.
-    The queue defaults to the kind's queue registered by any client in this
-    process, else ``"default"``.
+    ``queue``, ``priority`` and ``max_attempts`` default to what the args type
+    declares (``@wai.kind``, or a ``@client.task`` of the type in this process);
+    dict args with ``kind=`` go to the queue a task of that kind was registered
+    on by any client in this process, else ``"default"``.
     """
     job = _build(
         args,
@@ -91,7 +93,7 @@ def insert_job_sync(
     *,
     kind: str | None = None,
     queue: str | None = None,
-    priority: int = 2,
+    priority: int | None = None,
     max_attempts: int | None = None,
     run_at: datetime | None = None,
     tags: Iterable[str] = (),

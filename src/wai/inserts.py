@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -14,7 +12,16 @@ from wai._slots import positional_constructor
 from wai._storable import check_text
 from wai.errors import ValidationError
 from wai.job import JobRow, JobState, Trigger
-from wai.kinds import dumps, encode_args, kind_of
+from wai.kinds import (
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_PRIORITY,
+    DEFAULT_QUEUE,
+    dumps,
+    encode_args,
+    kind_and_defaults,
+    validate_queue,
+)
+from wai.kinds import check_int as _check_int
 from wai.unique import UniqueOpts, unique_key
 
 __all__ = [
@@ -27,39 +34,22 @@ __all__ = [
     "validate_queue",
 ]
 
-_QUEUE = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")
 MAX_TAGS = 20
-
-
-def _invalid_queue(queue: object) -> ValidationError:
-    return ValidationError(
-        f"invalid queue name {queue!r}: use 1-200 letters, digits, '_', '.', ':' or '-'"
-    )
-
-
-# Valid names are remembered (a batch usually names one queue); lru_cache caches no exception.
-@functools.lru_cache(maxsize=4096)
-def _valid_queue(queue: str) -> str:
-    if not _QUEUE.match(queue):
-        raise _invalid_queue(queue)
-    return queue
-
-
-def validate_queue(queue: str) -> str:
-    """Return ``queue`` if it is a usable queue name, else raise ValidationError."""
-    if not isinstance(queue, str):
-        raise _invalid_queue(queue)
-    return _valid_queue(queue)
 
 
 @dataclass(frozen=True, slots=True)
 class EnqueueRequest:
-    """Args plus insert options, for ``insert_many`` and ``on_*_enqueue_with`` specs."""
+    """Args plus insert options, for ``insert_many`` and ``on_*_enqueue_with`` specs.
+
+    An option left None takes the default the args type declares (``@wai.kind``), else
+    the one its kind is registered with, else the global one (queue ``"default"``,
+    priority 2, 25 attempts).
+    """
 
     args: Any
     kind: str | None = None
     queue: str | None = None
-    priority: int = 2
+    priority: int | None = None
     max_attempts: int | None = None
     run_at: datetime | None = None
     tags: Iterable[str] = ()
@@ -86,14 +76,6 @@ class NewJob:
     on_conflict: str = "raise"
     ordering_key: str | None = None
     trigger: tuple[int, int, str, str] | None = field(default=None)
-
-
-def _check_int(name: str, value: object, low: int, high: int) -> int:
-    if type(value) is int and low <= value <= high:  # the usual case, without isinstance
-        return value
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValidationError(f"{name} must be an integer from {low} to {high}, got {value!r}")
-    return value
 
 
 #: The earliest and latest ``run_at`` accepted: Python's datetime range less a day, so
@@ -141,17 +123,31 @@ def build_job(
 ) -> NewJob:
     """Validate one insert and compute its row; raises ValidationError on bad input.
 
-    *trigger* is the lineage of a follow-up: (job id, run lease, outcome, spec name).
+    An option the request leaves None takes what the args type declares for its kind
+    (:func:`wai.kind`), else ``default_queue(kind)`` / ``default_max_attempts(kind)``
+    (the inserting client's registry), else the global default. *trigger* is the
+    lineage of a follow-up: (job id, run lease, outcome, spec name).
     """
-    kind = kind_of(request.args, request.kind)
-    # `is None`, not `or`: an explicit "" is an invalid name, not a request for the default.
-    queue = validate_queue(
-        request.queue if request.queue is not None else default_queue(kind) or "default"
-    )
-    priority = _check_int("priority", request.priority, 1, 4)
+    kind, declared = kind_and_defaults(request.args, request.kind)
+    # `is None`, not `or`: an explicit "" or 0 is invalid, not a request for the default.
+    queue = request.queue
+    priority = request.priority
     max_attempts = request.max_attempts
-    if max_attempts is None:  # not `or`: an explicit 0 must be rejected, not replaced
-        max_attempts = default_max_attempts(kind) or 25
+    if declared is not None:
+        if queue is None:
+            queue = declared.queue
+        if priority is None:
+            priority = declared.priority
+        if max_attempts is None:
+            max_attempts = declared.max_attempts
+    if queue is None:
+        queue = default_queue(kind) or DEFAULT_QUEUE
+    validate_queue(queue)
+    if priority is None:
+        priority = DEFAULT_PRIORITY
+    _check_int("priority", priority, 1, 4)
+    if max_attempts is None:
+        max_attempts = default_max_attempts(kind) or DEFAULT_MAX_ATTEMPTS
     _check_int("max_attempts", max_attempts, 1, 1000)
     args_json = encode_args(request.args)
     metadata: Any = request.metadata
@@ -211,15 +207,23 @@ def build_args_job(
     The usual insert of a batch or a follow-up spec: bare args, no request around
     them, so none of the options needs checking.
     """
-    kind = kind_of(args)
-    queue = validate_queue(default_queue(kind) or "default")
-    max_attempts = _check_int("max_attempts", default_max_attempts(kind) or 25, 1, 1000)
+    kind, declared = kind_and_defaults(args)
+    priority = DEFAULT_PRIORITY
+    if declared is None:
+        queue = default_queue(kind) or DEFAULT_QUEUE
+        max_attempts = default_max_attempts(kind) or DEFAULT_MAX_ATTEMPTS
+    else:  # declared values are valid
+        queue = declared.queue or default_queue(kind) or DEFAULT_QUEUE
+        max_attempts = declared.max_attempts or default_max_attempts(kind) or DEFAULT_MAX_ATTEMPTS
+        priority = declared.priority or DEFAULT_PRIORITY
+    validate_queue(queue)
+    _check_int("max_attempts", max_attempts, 1, 1000)
     return _new_job(  # the fields in order
         kind,
         queue,
         encode_args(args),
         JobState.AVAILABLE,
-        _DEFAULT_PRIORITY,
+        priority,
         max_attempts,
         None,  # run_at
         [],  # tags
@@ -231,8 +235,6 @@ def build_args_job(
         trigger,
     )
 
-
-_DEFAULT_PRIORITY: int = EnqueueRequest.__dataclass_fields__["priority"].default
 
 # build_job runs once per job of a batch; NewJob(...) would be twice as slow.
 _new_job = positional_constructor(NewJob)

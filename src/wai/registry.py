@@ -7,19 +7,30 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from wai._codec import check_decodable
 from wai._seconds import check_seconds
 from wai._storable import check_text
 from wai.errors import ValidationError
 from wai.followups import OUTCOMES, Spec, default_name
-from wai.inserts import validate_queue
-from wai.kinds import kind_of_type
+from wai.kinds import (
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_QUEUE,
+    KindDefaults,
+    declare,
+    declared,
+    kind_of_type,
+    validate_queue,
+)
 from wai.periodic import Periodic
 
 __all__ = ["Registry", "Task", "known_queue"]
 
 # Kinds registered by any client of this process, so that inserts made without a
-# client (``wai.bridge``) still default to the kind's queue.
+# client (``wai.bridge``) of dict args with ``kind=`` still default to the kind's queue.
 _KNOWN_QUEUES: dict[str, str] = {}
+
+# Args types whose defaults a task registration declared, in order (tests undo them).
+_DECLARED_BY_TASKS: list[type[Any]] = []
 
 
 def known_queue(kind: str) -> str | None:
@@ -58,6 +69,7 @@ class Registry:
 
     def _remember_type(self, kind: str, kind_or_type: type[Any] | str) -> None:
         if not isinstance(kind_or_type, str):
+            check_decodable(kind_or_type)
             self.args_types.setdefault(kind, kind_or_type)
 
     def args_type_of(self, kind: str) -> type[Any] | None:
@@ -137,15 +149,21 @@ class Registry:
         fn: Callable[..., Any],
         *,
         kind: str | None = None,
-        queue: str = "default",
+        queue: str | None = None,
         deadline: float | None = None,
         max_attempts: int | None = None,
     ) -> Task:
-        """Register ``fn`` as the handler of ``args_type``'s kind."""
+        """Register ``fn`` as the handler of ``args_type``'s kind.
+
+        For an args type of its own kind, the options settle with what the type
+        declares (:func:`settle_defaults`); a kind given by name, or a type used
+        under another kind, keeps them here only.
+        """
         task_kind = kind_of_type(kind if kind is not None else args_type)
         if task_kind in self.tasks:
             raise ValidationError(f"a task for kind {task_kind!r} is already registered")
-        validate_queue(queue)
+        if queue is not None:
+            validate_queue(queue)
         if deadline is not None:
             deadline = check_seconds(deadline, "deadline")
         if max_attempts is not None and (
@@ -156,17 +174,26 @@ class Registry:
             raise ValidationError(f"max_attempts must be 1..1000, got {max_attempts!r}")
         if not callable(fn):
             raise ValidationError(f"task handler for {task_kind!r} is not callable")
+        typed = None if isinstance(args_type, str) else args_type
+        if typed is not None:
+            check_decodable(typed)
+            if task_kind == kind_of_type(typed):
+                settled = settle_defaults(
+                    typed, queue=queue, deadline=deadline, max_attempts=max_attempts
+                )
+                queue, deadline = settled.queue, settled.deadline
+                max_attempts = settled.max_attempts
         task = Task(
             kind=task_kind,
-            args_type=None if isinstance(args_type, str) else args_type,
+            args_type=typed,
             fn=fn,
-            queue=queue,
+            queue=queue if queue is not None else DEFAULT_QUEUE,
             deadline=deadline,
             max_attempts=max_attempts,
             is_async=inspect.iscoroutinefunction(fn),
         )
         self.tasks[task_kind] = task
-        _KNOWN_QUEUES[task_kind] = queue
+        _KNOWN_QUEUES[task_kind] = task.queue
         return task
 
     def queue_of(self, kind: str) -> str | None:
@@ -182,3 +209,42 @@ class Registry:
     def queues(self) -> list[str]:
         """Every queue some task is registered on, in registration order."""
         return list(dict.fromkeys(t.queue for t in self.tasks.values()))
+
+
+def settle_defaults(
+    args_type: type[Any],
+    *,
+    queue: str | None,
+    deadline: float | None,
+    max_attempts: int | None,
+) -> KindDefaults:
+    """The defaults of a task's args type, once the task's options are settled with them.
+
+    A type that declares nothing gets the task's options declared onto it, so that
+    every client of the process inserts it alike. A type that declares its defaults
+    keeps them; a task option that differs from the declared one (unset meaning queue
+    ``"default"``, 25 attempts, no deadline) raises :class:`wai.ValidationError`.
+    """
+    found = declared(args_type)
+    if found is None:
+        found = KindDefaults(queue=queue, deadline=deadline, max_attempts=max_attempts)
+        declare(args_type, found)
+        _DECLARED_BY_TASKS.append(args_type)
+        return found
+    conflicts = [
+        f"{option}={given!r} (declared: {have!r})"
+        for option, given, have in (
+            ("queue", queue, found.queue or DEFAULT_QUEUE),
+            ("max_attempts", max_attempts, found.max_attempts or DEFAULT_MAX_ATTEMPTS),
+            ("deadline", deadline, found.deadline),
+        )
+        if given is not None and given != have
+    ]
+    if conflicts:
+        name = args_type.__name__
+        raise ValidationError(
+            f"the task for {name} sets {', '.join(conflicts)}, but {name} already declares "
+            "its kind's defaults (with @wai.kind, or by an earlier @client.task in this "
+            "process): declare them once, on the type, and leave them out of @client.task"
+        )
+    return found

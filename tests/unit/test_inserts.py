@@ -129,10 +129,15 @@ def test_priority_in_range_is_accepted(priority: int) -> None:
     assert build(priority=priority).priority == priority
 
 
-@pytest.mark.parametrize("priority", [0, 5, -1, True, False, 2.0, "2", None])
+@pytest.mark.parametrize("priority", [0, 5, -1, True, False, 2.0, "2"])
 def test_priority_out_of_range_or_not_int_is_rejected(priority: object) -> None:
     with pytest.raises(ValidationError, match="priority must be an integer from 1 to 4"):
         build(priority=priority)
+
+
+def test_priority_none_takes_the_default() -> None:
+    assert build(priority=None).priority == 2
+    assert build().priority == 2
 
 
 @pytest.mark.parametrize("max_attempts", [1, 25, 1000])
