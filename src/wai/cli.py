@@ -92,6 +92,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _leave_handler_threads()
         return 130
+    except BrokenPipeError:
+        # The reader went away (`wai jobs list | head -1`). The stack has unwound (an
+        # embedded server is stopped, whatever printing does); point stdout at
+        # /dev/null so the final flush cannot fail again, as the Python docs advise.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -419,16 +427,9 @@ def _cmd_demo(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     from wai import demo  # only needed for `demo`
 
     url = database_url(args, stack)
-    try:
-        return asyncio.run(demo.run(url, schema=args.schema or demo.SCHEMA))
-    except BrokenPipeError:
-        # The reader went away (`wai demo | head`): the demo has stopped its workers.
-        # Point stdout at /dev/null so the final flush cannot fail again, as the Python
-        # docs advise; the embedded server, if any, is stopped as the stack unwinds.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-        return 1
+    # A closed stdout (`wai demo | head`) raises BrokenPipeError out of here once the
+    # demo has stopped its workers; main() handles it like for every command.
+    return asyncio.run(demo.run(url, schema=args.schema or demo.SCHEMA))
 
 
 # -- operator actions: jobs and queues ----------------------------------------------------

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from datetime import datetime
 from typing import Any
 
@@ -223,3 +226,25 @@ def test_operator_commands_on_an_unmigrated_database(empty_database_url: str) ->
     for args in (("jobs", "list"), ("queues", "list"), ("jobs", "cancel", "1")):
         err = wai_fails(empty_database_url, *args)
         assert "run `wai migrate`" in err
+
+
+def test_a_reader_that_goes_away_costs_no_traceback(database_url: str, sclient: wai.Client) -> None:
+    """`wai jobs list | head -1`: the closed pipe ends the command quietly, exit 1."""
+    sclient.copy_many(wai.EnqueueRequest({"n": n}, kind="page") for n in range(3000))
+    env = {k: v for k, v in os.environ.items() if k not in ("WAI_DATABASE_URL", "DATABASE_URL")}
+    argv = [sys.executable, "-m", "wai", "--database-url", database_url]
+    with subprocess.Popen(
+        [*argv, "jobs", "list", "--json", "--limit", "3000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    ) as proc:
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        assert proc.stdout.read(1) == b"["  # far more than a pipe buffer is still to come
+        proc.stdout.close()
+        stderr = proc.stderr.read().decode()
+        status = proc.wait(timeout=60)
+    assert status == 1
+    assert "Traceback" not in stderr
+    assert "BrokenPipe" not in stderr
