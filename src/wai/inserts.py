@@ -108,7 +108,7 @@ def _check_tags(tags: Iterable[str]) -> list[str]:
         raise ValidationError(f"at most {MAX_TAGS} tags per job, got {len(out)}")
     for i, tag in enumerate(out):
         if not isinstance(tag, str) or not 1 <= len(tag) <= 255:
-            raise ValidationError(f"invalid tag {tag!r}: use 1-255 characters")
+            raise ValidationError(f"invalid tag {tag!r} in tags: use 1-255 characters")
         check_text(tag, f"tags[{i}]")
     return out
 
