@@ -1,17 +1,26 @@
-"""Resolves an ``APP`` string (``module:attribute``) to the :class:`wai.AsyncClient` it names."""
+"""Resolves an ``APP`` string (``module:attribute``) to the :class:`wai.AsyncClient` it names.
+
+:func:`parse_app` and :func:`load_app` resolve the string; :func:`load_runtime_app`
+is what a command taking ``APP`` calls: it also settles the database URL and
+schema with the command line, and starts the embedded server when needed.
+"""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import importlib
 import os
 import re
 import sys
+import traceback
 from types import ModuleType
 
+from wai.cli._common import UsageError, check_reachable, embedded_database_url
 from wai.client import AsyncClient
-from wai.errors import NoDatabaseURL, ValidationError
+from wai.errors import NoDatabaseURL, ValidationError, WaiError
 
-__all__ = ["AppError", "AppNeedsDatabaseURL", "load_app", "parse_app"]
+__all__ = ["AppError", "AppNeedsDatabaseURL", "load_app", "load_runtime_app", "parse_app"]
 
 
 _APP = re.compile(
@@ -90,3 +99,48 @@ def _import(name: str, app: str) -> ModuleType:
                 f" (searched the current directory {cwd} and sys.path)"
             ) from None
         raise
+
+
+def load_runtime_app(
+    args: argparse.Namespace, stack: contextlib.ExitStack, *, offline: bool = False
+) -> tuple[AsyncClient, str]:
+    """Import APP's client for a command taking APP; returns it and its database URL.
+
+    APP is imported first, with ``WAI_DATABASE_URL`` set to ``--database-url`` when
+    one is given (else the environment as it is). The client's own URL and schema
+    win: a ``--database-url`` or ``--schema`` that disagrees is a usage error. Only
+    when APP builds a client without a URL and none is configured is the embedded
+    server started and APP imported again on it. ``offline`` (``migrate --sql``)
+    starts nothing and connects nowhere: :class:`AppNeedsDatabaseURL` then
+    propagates.
+    """
+    parse_app(args.app)  # a malformed APP fails before anything is imported or started
+    if args.database_url:
+        # A client built at import without a URL reads WAI_DATABASE_URL: give it ours.
+        os.environ["WAI_DATABASE_URL"] = args.database_url
+    embedded_url: str | None = None
+    try:
+        client = _import_app(args.app)
+    except AppNeedsDatabaseURL:
+        if offline:
+            raise
+        embedded_url = os.environ["WAI_DATABASE_URL"] = embedded_database_url(stack)
+        client = _import_app(args.app)
+    if args.database_url and client.database_url != args.database_url:
+        raise UsageError(f"{args.app} uses its own database URL, not the --database-url given")
+    if args.schema and client.schema != args.schema:
+        raise UsageError(f"{args.app} uses schema {client.schema!r}, not --schema {args.schema!r}")
+    if not offline and client.database_url != embedded_url:  # embedded: checked at start
+        check_reachable(client.database_url)
+    return client, client.database_url
+
+
+def _import_app(app: str) -> AsyncClient:
+    """:func:`load_app`, an error of the module's own code shown with its traceback."""
+    try:
+        return load_app(app)
+    except WaiError:
+        raise
+    except Exception:
+        traceback.print_exc()
+        raise WaiError(f"importing APP {app!r} failed (traceback above)") from None
