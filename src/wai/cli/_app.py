@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import os
+import pkgutil
 import re
 import sys
 import traceback
-from types import ModuleType
 
 from wai.cli._common import UsageError, check_reachable, embedded_database_url
 from wai.client import AsyncClient
@@ -62,43 +61,42 @@ def load_app(app: str) -> AsyncClient:
     importing propagate unchanged.
     """
     module_name, attr = parse_app(app)
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+    # A module whose import fails is not left in sys.modules: an error raised while it
+    # is there comes from looking the attribute up, not from importing the module.
     try:
-        obj: object = _import(module_name, app)
+        obj: object = pkgutil.resolve_name(app)
+    except AttributeError:
+        if module_name not in sys.modules:
+            raise  # the module's own code, while importing: its error, its traceback
+        raise AppError(f"module {module_name!r} has no attribute {attr!r} (APP {app!r})") from None
     except NoDatabaseURL:
+        if module_name in sys.modules:
+            raise  # looking the attribute up built the client: no import to run again
         raise AppNeedsDatabaseURL(
             f"importing APP {app!r} built a client without a database URL, and none is set"
             " (WAI_DATABASE_URL or DATABASE_URL)"
         ) from None
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
+    except ModuleNotFoundError as exc:
+        # Only a missing APP module (or one of its packages) is our error; a missing
+        # import inside the user's module is theirs and keeps its traceback.
+        missing = exc.name
+        if missing is not None and (
+            module_name == missing or module_name.startswith(missing + ".")
+        ):
             raise AppError(
-                f"module {module_name!r} has no attribute {attr!r} (APP {app!r})"
+                f"cannot import module {module_name!r} of APP {app!r}: no module named {missing!r}"
+                f" (searched the current directory {cwd} and sys.path)"
             ) from None
+        raise
     if not isinstance(obj, AsyncClient):
         raise AppError(
             f"{app!r} is a {type(obj).__module__}.{type(obj).__qualname__}, "
             "not a wai.AsyncClient: point APP at the client your tasks are registered on"
         )
     return obj
-
-
-def _import(name: str, app: str) -> ModuleType:
-    cwd = os.getcwd()
-    if cwd not in sys.path and "" not in sys.path:
-        sys.path.insert(0, cwd)
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        # Only a missing APP module (or one of its packages) is our error; a missing
-        # import inside the user's module is theirs and keeps its traceback.
-        if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
-            raise AppError(
-                f"cannot import module {name!r} of APP {app!r}: no module named {exc.name!r}"
-                f" (searched the current directory {cwd} and sys.path)"
-            ) from None
-        raise
 
 
 def load_runtime_app(
