@@ -19,7 +19,7 @@ import wai
 from tests.acceptance.test_cli import run_wai
 from tests.acceptance.test_cli_admin import wai_fails, wai_json, wai_ok
 from tests.factories import HOSTILE, execute, set_state
-from wai._cli_common import ProgressBar
+from wai.cli._common import ProgressBar
 
 ERRORS = (
     '[{"error": "SMTPError: mailbox full\\n  File \\"send.py\\", line 3", "attempt": 1,'

@@ -18,6 +18,7 @@ import pytest
 import wai
 from tests.acceptance.test_cli import run_wai
 from wai import cli
+from wai.cli import worker
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -221,7 +222,7 @@ def test_worker_processes_pass_dlq_and_logging_to_their_children(dlq: list[str])
         ["worker", "app:client", "--processes", "2", "--log-level", "debug",
          "--log-format", "json", *dlq]
     )  # fmt: skip
-    child = parser.parse_args(cli._worker_argv(args)[3:])  # pyright: ignore[reportPrivateUsage]
+    child = parser.parse_args(worker._worker_argv(args)[3:])  # pyright: ignore[reportPrivateUsage]
     assert (child.log_level, child.log_format) == ("debug", "json")
     assert child.dlq is args.dlq
     assert args.dlq is {"--dlq": True, "--no-dlq": False}.get(dlq[0] if dlq else "")

@@ -10,7 +10,8 @@ import pytest
 
 import wai
 from wai import cli
-from wai._app import AppError, load_app, parse_app
+from wai.cli import worker
+from wai.cli._app import AppError, load_app, parse_app
 
 
 @pytest.mark.parametrize(
@@ -88,7 +89,7 @@ def test_cli_worker_options() -> None:
     assert args.queue == ["email=3", "default"]
     assert (args.burst, args.maintenance, args.poll_interval) == (True, False, 0.5)
     assert args.heartbeat_interval is None
-    assert cli._parse_queues(args.queue) == {"email": 3, "default": 10}  # pyright: ignore[reportPrivateUsage]
+    assert worker._parse_queues(args.queue) == {"email": 3, "default": 10}  # pyright: ignore[reportPrivateUsage]
 
 
 @pytest.mark.parametrize("argv", [["worker", "a:b", "--poll-interval", "0"], ["nope"], []])

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import wai
-from wai._app import AppNeedsDatabaseURL, load_app
+from wai.cli._app import AppNeedsDatabaseURL, load_app
 
 
 @pytest.fixture

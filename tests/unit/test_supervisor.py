@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from wai import cli
+from wai.cli import worker
 from wai.supervisor import USAGE_ERROR, Supervisor, describe_exit
 
 pytestmark = pytest.mark.timeout(30)
@@ -85,7 +86,7 @@ def test_child_command_line_repeats_the_worker_options() -> None:
             "--completed-retention", "60",
         ]
     )  # fmt: skip
-    argv = cli._worker_argv(args)  # pyright: ignore[reportPrivateUsage]
+    argv = worker._worker_argv(args)  # pyright: ignore[reportPrivateUsage]
     assert argv[:3] == [sys.executable, "-m", "wai"]
     assert "postgresql://secret@db/app" not in argv  # the URL goes in the environment
     assert "--processes" not in argv

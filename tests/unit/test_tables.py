@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from wai._tables import cell, duration, json_text, jsonable, table, when
+from wai.cli._tables import cell, duration, json_text, jsonable, table, when
 from wai.job import JobState, Trigger
 
 

@@ -14,11 +14,12 @@ import contextlib
 import os
 from typing import TYPE_CHECKING
 
-from wai import _tables, embedded
-from wai._cli_common import confirm, err, json_option, yes_option
+from wai import embedded
+from wai.cli import _tables
+from wai.cli._common import confirm, err, json_option, yes_option
 
 if TYPE_CHECKING:
-    from wai._cli_common import Command, SubParsers
+    from wai.cli._common import Command, SubParsers
 
 __all__ = ["add_commands", "human_size"]
 
@@ -54,7 +55,7 @@ def add_commands(sub: SubParsers) -> None:
 def _subcommand(
     commands: SubParsers, name: str, text: str, command: Command
 ) -> argparse.ArgumentParser:
-    # Not _cli_common.subparser: no --database-url / --schema, which would mean nothing here.
+    # Not _common.subparser: no --database-url / --schema, which would mean nothing here.
     parser = commands.add_parser(name, help=text, description=text)
     parser.set_defaults(command=command)
     return parser

@@ -12,12 +12,12 @@ import argparse
 import contextlib
 from typing import TYPE_CHECKING
 
-from wai import _tables
-from wai._cli_common import admin_client, err, fail, group, json_option, limit, subparser
+from wai.cli import _tables
+from wai.cli._common import admin_client, err, fail, group, json_option, limit, subparser
 from wai.outbox import OUTBOX_STATES, OutboxEntry, OutboxStats
 
 if TYPE_CHECKING:
-    from wai._cli_common import SubParsers
+    from wai.cli._common import SubParsers
 
 __all__ = ["add_commands", "stats_line"]
 

@@ -3,7 +3,7 @@
 One small function per subcommand over the client's dead-letter methods
 (:mod:`wai._dlq`). ``retry`` and ``purge`` act on one job (``ID``) or in bulk
 (``--all`` or filters); bulk actions count their entries first, draw a
-:class:`~wai._cli_common.ProgressBar` on stderr and end with a summary.
+:class:`~wai.cli._common.ProgressBar` on stderr and end with a summary.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import contextlib
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from wai import _tables
-from wai._cli_common import (
+from wai.cli import _tables
+from wai.cli._common import (
     ProgressBar,
     UsageError,
     admin_client,
@@ -33,7 +33,7 @@ from wai.dlq import DlqEntry
 from wai.job import JobState
 
 if TYPE_CHECKING:
-    from wai._cli_common import SubParsers
+    from wai.cli._common import SubParsers
 
 __all__ = ["add_commands"]
 

@@ -12,8 +12,8 @@ import contextlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from wai import _tables
-from wai._cli_common import (
+from wai.cli import _tables
+from wai.cli._common import (
     admin_client,
     confirm,
     err,
@@ -25,7 +25,7 @@ from wai._cli_common import (
 from wai.periodic import Schedule
 
 if TYPE_CHECKING:
-    from wai._cli_common import SubParsers
+    from wai.cli._common import SubParsers
 
 __all__ = ["add_commands"]
 

@@ -1,4 +1,4 @@
-"""Text tables, job details and JSON for the CLI's operator commands (no dependencies)."""
+"""Text tables, job details and JSON for the CLI's operator commands."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 from uuid import UUID
+
+import orjson
 
 from wai.admin import QueueStats
 from wai.instances import RuntimeInstance
@@ -29,6 +31,11 @@ __all__ = [
 ]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+# orjson's options for --json: two-space indents like json.dumps(indent=2), and
+# datetimes left to jsonable (isoformat keeps an offset's seconds, orjson drops them).
+_ORJSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_PASSTHROUGH_DATETIME
+# A JSON string (a quote inside one is escaped) or a number, in orjson's output.
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?')
 
 
 def jsonable(value: Any) -> Any:
@@ -55,8 +62,39 @@ def jsonable(value: Any) -> Any:
 
 
 def json_text(value: Any) -> str:
-    """Indented JSON of :func:`jsonable` ``value`` (ASCII-safe), for ``--json``."""
-    return json.dumps(jsonable(value), indent=2)
+    """Indented JSON of :func:`jsonable` ``value`` (ASCII-safe), for ``--json``.
+
+    The text is that of ``json.dumps(jsonable(value), indent=2)``. orjson encodes
+    dataclasses, enums, UUIDs, tuples and dicts itself and asks :func:`jsonable`
+    for the rest (datetimes, bytes, sets, other mappings); the strings and floats
+    it spells otherwise (UTF-8 rather than ``\\u`` escapes, ``1e-7`` rather than
+    ``1e-07``) are then re-spelled the json.dumps way. What orjson refuses (an
+    integer beyond 64 bits, a key that is not a string) goes to json.dumps. A NaN
+    or an infinity, which no stored value holds, comes out as ``null``.
+    """
+    try:
+        data = orjson.dumps(value, default=_to_jsonable, option=_ORJSON_OPTIONS)
+    except orjson.JSONEncodeError:
+        return json.dumps(jsonable(value), indent=2)
+    return _TOKEN.sub(_as_json_dumps_does, data.decode())
+
+
+def _to_jsonable(value: object) -> Any:
+    """orjson's ``default``: :func:`jsonable` for a type orjson leaves to it."""
+    plain = jsonable(value)
+    if plain is value:
+        raise TypeError(f"{type(value).__qualname__} is not JSON serializable")
+    return plain
+
+
+def _as_json_dumps_does(match: re.Match[str]) -> str:
+    """A string or number token of orjson's output, as :func:`json.dumps` writes it."""
+    token = match[0]
+    if token[0] == '"' and token.isascii() and "\\" not in token and "\x7f" not in token:
+        return token  # the common case: nothing to escape
+    if token[0] != '"' and token.lstrip("-").isdigit():
+        return token
+    return json.dumps(orjson.loads(token))
 
 
 def when(moment: datetime | None) -> str:

@@ -1,7 +1,7 @@
 """What the ``wai`` subcommands share: database options, parser plumbing, errors, prompts.
 
-:mod:`wai.cli` builds the parser and runs a command; :mod:`wai.cli_dlq` and
-:mod:`wai.cli_cron` add their command groups with these helpers.
+:mod:`wai.cli._main` builds the parser and runs a command; each command module of
+:mod:`wai.cli` adds its commands with these helpers.
 """
 
 from __future__ import annotations

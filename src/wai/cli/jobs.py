@@ -1,0 +1,89 @@
+"""``wai jobs ...``: list, show, retry and cancel jobs.
+
+One small function per subcommand over the client's operator methods
+(:mod:`wai.admin`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from typing import TYPE_CHECKING
+
+from wai.cli import _tables
+from wai.cli._common import admin_client, err, group, json_option, limit, subparser
+from wai.job import JobState
+
+if TYPE_CHECKING:
+    from wai.cli._common import SubParsers
+
+__all__ = ["add_commands"]
+
+
+def add_commands(sub: SubParsers) -> None:
+    """Add the ``jobs`` command group to ``wai``'s subcommands."""
+    jobs = group(sub, "jobs", "list, show, retry and cancel jobs")
+    p = subparser(jobs, "list", "list jobs, newest first", _cmd_list)
+    p.add_argument("--state", choices=[s.value for s in JobState], help="only jobs in STATE")
+    p.add_argument("--kind", metavar="KIND", help="only jobs of this kind")
+    p.add_argument("--queue", metavar="QUEUE", help="only jobs of this queue")
+    p.add_argument("--tag", metavar="TAG", help="only jobs carrying this tag")
+    p.add_argument(
+        "--limit", type=limit, default=100, metavar="N", help="at most N jobs (default 100)"
+    )
+    p.add_argument(
+        "--before-id", type=int, metavar="ID", help="only jobs older than ID (the next page)"
+    )
+    json_option(p)
+    p = subparser(jobs, "show", "every field of one job, its errors and progress", _cmd_show)
+    p.add_argument("id", type=int, metavar="ID", help="the job id")
+    json_option(p)
+    p = subparser(jobs, "retry", "run a failed or cancelled job again now", _cmd_retry)
+    p.add_argument("id", type=int, metavar="ID", help="the job id")
+    json_option(p)
+    p = subparser(jobs, "cancel", "cancel a job that has not finished", _cmd_cancel)
+    p.add_argument("id", type=int, metavar="ID", help="the job id")
+    json_option(p)
+
+
+def _cmd_list(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    client = admin_client(args, stack)
+    rows = client.list_jobs(
+        state=args.state,
+        kind=args.kind,
+        queue=args.queue,
+        tag=args.tag,
+        limit=args.limit,
+        before_id=args.before_id,
+    )
+    if args.json:
+        print(_tables.json_text(rows))
+        return 0
+    print(_tables.jobs_table(rows))
+    if len(rows) == args.limit:
+        err(f"more jobs may follow: add --before-id {rows[-1].id}", "")
+    return 0
+
+
+def _cmd_show(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    row = admin_client(args, stack).get_job(args.id)
+    print(_tables.json_text(row) if args.json else _tables.job_detail(row))
+    return 0
+
+
+def _cmd_retry(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    row = admin_client(args, stack).retry(args.id)
+    if args.json:
+        print(_tables.json_text(row))
+    else:
+        print(
+            f"job {row.id} retried: available now on queue {row.queue!r}, "
+            f"attempt {row.attempt + 1} of {row.max_attempts} next"
+        )
+    return 0
+
+
+def _cmd_cancel(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    row = admin_client(args, stack).cancel(args.id)
+    print(_tables.json_text(row) if args.json else f"job {row.id} cancelled")
+    return 0

@@ -1,0 +1,265 @@
+"""``wai worker`` and ``wai maintenance``: run APP's workers, or only its leader services.
+
+``wai worker --processes N`` runs N such workers as child processes under a
+:class:`wai.supervisor.Supervisor` (see :func:`_supervise`). Both commands log
+through :mod:`wai._logging` and accept the runtime's timings in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from wai._logging import configure as configure_logging
+from wai.cli._app import load_runtime_app
+from wai.cli._common import UsageError, err, int_in, logging_options, subparser
+from wai.client import AsyncClient, Client
+from wai.errors import SchemaNotMigrated
+
+if TYPE_CHECKING:
+    from wai.cli._common import SubParsers
+
+__all__ = ["add_commands"]
+
+_TIMINGS = (
+    ("poll_interval", "how often an idle queue is polled without a NOTIFY"),
+    ("heartbeat_interval", "how often running jobs refresh their heartbeat"),
+    ("heartbeat_staleness", "heartbeat age after which a job is rescued"),
+    ("rescue_interval", "how often the leader looks for stale jobs"),
+    ("promote_interval", "how often the leader promotes due scheduled/retryable jobs"),
+    ("election_interval", "how often leadership is renewed or sought"),
+    ("record_interval", "how often the process refreshes its runtime record"),
+    ("cleanup_interval", "how often the leader deletes expired terminal jobs"),
+    ("aging_interval", "how often the leader applies priority aging"),
+    ("analyze_interval", "how often the leader checks whether the jobs table needs ANALYZE"),
+    ("completed_retention", "how long completed jobs are kept (default 1 day)"),
+    ("failed_retention", "how long failed jobs are kept (default 7 days)"),
+    ("cancelled_retention", "how long cancelled jobs are kept (default 7 days)"),
+)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0 seconds, got {text!r}")
+    return value
+
+
+_processes = int_in(1, 256, "a whole number")
+
+
+def add_commands(sub: SubParsers) -> None:
+    """Add ``worker`` and ``maintenance`` to ``wai``'s subcommands."""
+    p = subparser(sub, "worker", "run workers (and maintenance) for APP", _cmd_worker)
+    p.add_argument("app", metavar="APP", help="module:attribute naming a wai.AsyncClient")
+    p.add_argument(
+        "--queue",
+        "-q",
+        metavar="NAME[=N]",
+        action="append",
+        default=[],
+        help="serve queue NAME with concurrency N (default 10); repeatable. "
+        "Default: every queue a task is registered on",
+    )
+    p.add_argument("--burst", action="store_true", help="exit once the queues are empty")
+    p.add_argument(
+        "--no-maintenance",
+        dest="maintenance",
+        action="store_false",
+        help="leave promotion, rescue and the other leader services to other processes",
+    )
+    p.add_argument(
+        "--shutdown-timeout",
+        type=_seconds,
+        default=10.0,
+        metavar="S",
+        help="seconds running jobs get to finish on SIGTERM/SIGINT (default 10); "
+        "a second Ctrl-C stops at once, recording them as retryable",
+    )
+    p.add_argument(
+        "--processes",
+        type=_processes,
+        metavar="N",
+        help="run N worker processes under a supervisor that restarts any that dies "
+        "(one process uses about one core)",
+    )
+    p.add_argument(
+        "--dlq",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="--dlq: jobs of the served queues that fail for good (no attempt left, or a "
+        "terminal error) move to the dead-letter queue; --no-dlq: they stay 'failed' in "
+        "the jobs table. Stored per queue when the worker starts, so every process "
+        "applies it; a queue whose QueueConfig in APP sets dlq keeps its own. "
+        "Default: leave the stored setting as it is",
+    )
+    logging_options(p)
+    for name, text in _TIMINGS:
+        flag = "--" + name.replace("_", "-")
+        p.add_argument(flag, dest=name, type=_seconds, metavar="S", help=f"seconds: {text}")
+
+    p = subparser(
+        sub,
+        "maintenance",
+        "run only the leader-elected maintenance for APP (claims no job)",
+        _cmd_maintenance,
+    )
+    p.add_argument("app", metavar="APP", help="module:attribute naming a wai.AsyncClient")
+    p.add_argument(
+        "--shutdown-timeout",
+        type=_seconds,
+        default=10.0,
+        metavar="S",
+        help="seconds to stop on SIGTERM/SIGINT (default 10)",
+    )
+    logging_options(p)
+    for name, text in _TIMINGS:
+        if name != "poll_interval":  # nothing is claimed, so nothing is polled
+            flag = "--" + name.replace("_", "-")
+            p.add_argument(flag, dest=name, type=_seconds, metavar="S", help=f"seconds: {text}")
+
+
+def _cmd_worker(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    queues = _parse_queues(args.queue)
+    configure_logging(args.log_level, args.log_format)  # before APP's import logs anything
+    source = _url_source(args)
+    client, url = load_runtime_app(args, stack)
+    with _migrate_advice(client, url, source):
+        if args.processes is not None:
+            return _supervise(args, client, url)
+        served = ", ".join(queues or client.registry.queues()) or "(none)"
+        mode = "until the queues are empty" if args.burst else "until SIGTERM or Ctrl-C"
+        banner = f"worker for {args.app}: queues {served}, schema {client.schema!r}, {mode}"
+        asyncio.run(
+            _run_worker(
+                client,
+                queues,
+                banner,
+                burst=args.burst,
+                maintenance=args.maintenance,
+                **_runtime_options(args),
+            )
+        )
+    return 0
+
+
+def _cmd_maintenance(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    configure_logging(args.log_level, args.log_format)
+    source = _url_source(args)
+    client, url = load_runtime_app(args, stack)
+    banner = (
+        f"maintenance for {args.app}: leader election, promotion, rescue, cleanup, aging; "
+        f"no queues served; schema {client.schema!r}, until SIGTERM or Ctrl-C"
+    )
+    with _migrate_advice(client, url, source):
+        asyncio.run(_run_worker(client, {}, banner, maintenance=True, **_runtime_options(args)))
+    return 0
+
+
+def _url_source(args: argparse.Namespace) -> str:
+    """Where the database URL comes from (read before APP's client is handed it)."""
+    if args.database_url:
+        return "--database-url"
+    for name in ("WAI_DATABASE_URL", "DATABASE_URL"):
+        if os.environ.get(name):
+            return name
+    return "embedded"
+
+
+@contextlib.contextmanager
+def _migrate_advice(client: AsyncClient, url: str, source: str) -> Iterator[None]:
+    """Add to "run `wai migrate`" which database ``wai migrate`` must be given."""
+    try:
+        yield
+    except SchemaNotMigrated as exc:
+        if client.database_url != url:
+            where = "APP's client names its own database: give that URL to --database-url"
+        elif source == "--database-url":
+            where = "with the same --database-url"
+        elif source == "embedded":
+            where = "on the embedded database: run it with no database URL too"
+        else:
+            where = f"with the database of ${source}, which `wai migrate` reads too"
+        raise SchemaNotMigrated(f"{exc} ({where})") from None
+
+
+def _runtime_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``shutdown_timeout``, the timings and ``dlq`` given on the command line."""
+    runtime: dict[str, Any] = {
+        name: getattr(args, name) for name, _ in _TIMINGS if getattr(args, name, None) is not None
+    }
+    if getattr(args, "dlq", None) is not None:
+        runtime["dlq"] = args.dlq
+    return {"shutdown_timeout": args.shutdown_timeout, **runtime}
+
+
+def _supervise(args: argparse.Namespace, client: AsyncClient, url: str) -> int:
+    """`wai worker --processes N`: N child workers under a :class:`wai.supervisor.Supervisor`."""
+    from wai.supervisor import Supervisor
+
+    with Client(client.database_url, schema=client.schema, max_connections=1) as check:
+        check.check_schema()  # fail once here rather than in every child, again and again
+    err(
+        f"supervising {args.processes} worker processes for {args.app}, "
+        f"schema {client.schema!r}, until SIGTERM or Ctrl-C",
+        "",
+    )
+    supervisor = Supervisor(
+        _worker_argv(args), args.processes, env={**os.environ, "WAI_DATABASE_URL": url}
+    )
+    return asyncio.run(supervisor.run())
+
+
+def _worker_argv(args: argparse.Namespace) -> list[str]:
+    """The command line of one child of `wai worker --processes N`: the same options.
+
+    The database URL travels in ``WAI_DATABASE_URL``, not in the arguments that
+    ``ps`` shows.
+    """
+    argv = [sys.executable, "-m", "wai"]
+    if args.schema:
+        argv += ["--schema", args.schema]
+    argv += ["worker", args.app]
+    for spec in args.queue:
+        argv += ["--queue", spec]
+    if args.burst:
+        argv.append("--burst")
+    if not args.maintenance:
+        argv.append("--no-maintenance")
+    argv += ["--log-level", args.log_level, "--log-format", args.log_format]
+    for name, value in _runtime_options(args).items():
+        if name == "dlq":
+            argv.append("--dlq" if value else "--no-dlq")
+        else:
+            argv += ["--" + name.replace("_", "-"), repr(value)]
+    return argv
+
+
+async def _run_worker(
+    client: AsyncClient, queues: dict[str, int] | None, banner: str, **runtime: Any
+) -> None:
+    async with client:
+        await client.check_schema()  # says to run `wai migrate` when the schema is behind
+        err(banner, "")
+        await client.run(queues, **runtime)
+
+
+def _parse_queues(specs: list[str]) -> dict[str, int] | None:
+    queues: dict[str, int] = {}
+    for spec in specs:
+        name, sep, count = spec.partition("=")
+        try:
+            queues[name] = int(count) if sep else 10
+        except ValueError:
+            raise UsageError(
+                f"--queue expects NAME or NAME=N with N an integer, got {spec!r}"
+            ) from None
+    return queues or None
