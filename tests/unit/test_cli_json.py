@@ -1,4 +1,4 @@
-"""``--json`` text: orjson's encoding, spelled exactly as ``json.dumps(indent=2)`` spells it."""
+"""``--json`` text: orjson's encoding, reading back exactly what ``json.dumps`` would write."""
 
 from __future__ import annotations
 
@@ -50,8 +50,16 @@ def test_the_layout_is_two_space_indents_in_field_order() -> None:
         pytest.param({1: "a", "s": "\ud800"}, id="what-orjson-refuses"),
     ],
 )
-def test_the_text_is_what_json_dumps_writes(value: Any) -> None:
-    assert json_text(value) == _stdlib(value)
+def test_the_text_reads_back_as_what_json_dumps_writes(value: Any) -> None:
+    assert json.loads(json_text(value)) == json.loads(_stdlib(value))
+
+
+def test_text_is_utf8_not_escaped() -> None:
+    assert json_text({"name": "José 😀"}) == '{\n  "name": "José 😀"\n}'
+
+
+def test_an_offset_with_seconds_keeps_them() -> None:
+    assert json.loads(json_text({"at": AMSTERDAM_1900}))["at"].endswith("+00:19:32")
 
 
 def test_a_value_json_cannot_hold_is_still_refused() -> None:

@@ -35,7 +35,6 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 # datetimes left to jsonable (isoformat keeps an offset's seconds, orjson drops them).
 _ORJSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_PASSTHROUGH_DATETIME
 # A JSON string (a quote inside one is escaped) or a number, in orjson's output.
-_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?')
 
 
 def jsonable(value: Any) -> Any:
@@ -62,21 +61,18 @@ def jsonable(value: Any) -> Any:
 
 
 def json_text(value: Any) -> str:
-    """Indented JSON of :func:`jsonable` ``value`` (ASCII-safe), for ``--json``.
+    """Indented JSON (two spaces, UTF-8) of :func:`jsonable` ``value``, for ``--json``.
 
-    The text is that of ``json.dumps(jsonable(value), indent=2)``. orjson encodes
-    dataclasses, enums, UUIDs, tuples and dicts itself and asks :func:`jsonable`
-    for the rest (datetimes, bytes, sets, other mappings); the strings and floats
-    it spells otherwise (UTF-8 rather than ``\\u`` escapes, ``1e-7`` rather than
-    ``1e-07``) are then re-spelled the json.dumps way. What orjson refuses (an
-    integer beyond 64 bits, a key that is not a string) goes to json.dumps. A NaN
-    or an infinity, which no stored value holds, comes out as ``null``.
+    orjson encodes dataclasses, enums, UUIDs, tuples and dicts itself and asks
+    :func:`jsonable` for the rest (datetimes, passed through so that an offset with
+    seconds keeps them, bytes, sets, other mappings). What orjson refuses (an
+    integer beyond 64 bits, a key that is not a string, a lone surrogate) goes to
+    :func:`json.dumps`, which reads the same back.
     """
     try:
-        data = orjson.dumps(value, default=_to_jsonable, option=_ORJSON_OPTIONS)
+        return orjson.dumps(value, default=_to_jsonable, option=_ORJSON_OPTIONS).decode()
     except orjson.JSONEncodeError:
-        return json.dumps(jsonable(value), indent=2)
-    return _TOKEN.sub(_as_json_dumps_does, data.decode())
+        return json.dumps(jsonable(value), indent=2, ensure_ascii=False)
 
 
 def _to_jsonable(value: object) -> Any:
@@ -85,16 +81,6 @@ def _to_jsonable(value: object) -> Any:
     if plain is value:
         raise TypeError(f"{type(value).__qualname__} is not JSON serializable")
     return plain
-
-
-def _as_json_dumps_does(match: re.Match[str]) -> str:
-    """A string or number token of orjson's output, as :func:`json.dumps` writes it."""
-    token = match[0]
-    if token[0] == '"' and token.isascii() and "\\" not in token and "\x7f" not in token:
-        return token  # the common case: nothing to escape
-    if token[0] != '"' and token.lstrip("-").isdigit():
-        return token
-    return json.dumps(orjson.loads(token))
 
 
 def when(moment: datetime | None) -> str:
