@@ -105,6 +105,15 @@ def test_day_of_month_and_day_of_week_or_rule() -> None:
     assert [f.day for f in fires("0 0 ? * FRI", start, end)] == [6, 13, 20, 27]
 
 
+def test_a_star_step_in_a_day_field_counts_as_restricted() -> None:
+    # Either field matching is enough, also when one of them is written `*/n` or `*,n`.
+    start, end = utc(2024, 8, 31), utc(2024, 9, 30)
+    assert [f.day for f in fires("0 0 */10 * FRI", start, end)] == [1, 6, 11, 13, 20, 21, 27]
+    weekends = [f.day for f in fires("0 0 13 * */6", start, end)]  # */6: Sunday, Saturday
+    assert weekends == [1, 7, 8, 13, 14, 15, 21, 22, 28, 29]
+    assert len(fires("0 0 *,13 * FRI", start, end)) == 30
+
+
 @pytest.mark.parametrize(
     ("macro", "expansion"),
     [
@@ -266,17 +275,62 @@ def test_leap_day_search_is_fast_enough_to_repeat() -> None:
 
 
 # -- DST ---------------------------------------------------------------------------------------
+# Two rules (see docs/cron.md). Wall-clock schedules (5 fields, minute and hour fields not
+# starting with `*`) fire a missing local time once, right after the gap, and a repeated
+# local time once, at its first occurrence. Real-clock schedules (minute or hour field
+# starting with `*`, and every 6-field expression) fire at each real instant whose local
+# time matches: nothing in the gap, both occurrences in the overlap.
+
+BERLIN = ZoneInfo("Europe/Berlin")
 
 
 def local_times(instants: list[datetime], zone: ZoneInfo) -> list[str]:
     return [i.astimezone(zone).strftime("%H:%M%z") for i in instants]
 
 
-def test_new_york_spring_forward_daily_job_shifts_by_the_gap() -> None:
+@pytest.mark.parametrize(
+    ("zone", "day", "expr", "expected"),
+    [
+        # New York, spring forward on 2024-03-10: 02:00 EST -> 03:00 EDT.
+        (NY, (2024, 3, 10), "30 2 * * *", ["03:00-0400"]),
+        (NY, (2024, 3, 10), "0,15,30,45 2 * * *", ["03:00-0400"]),
+        (NY, (2024, 3, 10), "0,30 2,3 * * *", ["03:00-0400", "03:30-0400"]),
+        (NY, (2024, 3, 10), "*/30 2 * * *", []),
+        (NY, (2024, 3, 10), "*/30 1-3 * * *", ["01:00-0500", "01:30-0500", "03:00-0400",
+                                               "03:30-0400"]),
+        (NY, (2024, 3, 10), "0 30 2 * * *", []),
+        # New York, fall back on 2024-11-03: 02:00 EDT -> 01:00 EST.
+        (NY, (2024, 11, 3), "30 1 * * *", ["01:30-0400"]),
+        (NY, (2024, 11, 3), "0,30 1 * * *", ["01:00-0400", "01:30-0400"]),
+        (NY, (2024, 11, 3), "*/30 1 * * *", ["01:00-0400", "01:30-0400", "01:00-0500",
+                                             "01:30-0500"]),
+        (NY, (2024, 11, 3), "0 30 1 * * *", ["01:30-0400", "01:30-0500"]),
+        # Berlin, spring forward on 2024-03-31: 02:00 CET -> 03:00 CEST.
+        (BERLIN, (2024, 3, 31), "30 2 * * *", ["03:00+0200"]),
+        (BERLIN, (2024, 3, 31), "0 1-3 * * *", ["01:00+0100", "03:00+0200"]),
+        (BERLIN, (2024, 3, 31), "*/30 2 * * *", []),
+        (BERLIN, (2024, 3, 31), "0 30 2 * * *", []),
+        # Berlin, fall back on 2024-10-27: 03:00 CEST -> 02:00 CET.
+        (BERLIN, (2024, 10, 27), "30 2 * * *", ["02:30+0200"]),
+        (BERLIN, (2024, 10, 27), "0 1-3 * * *", ["01:00+0200", "02:00+0200", "03:00+0100"]),
+        (BERLIN, (2024, 10, 27), "*/30 2 * * *", ["02:00+0200", "02:30+0200", "02:00+0100",
+                                                  "02:30+0100"]),
+        (BERLIN, (2024, 10, 27), "0 30 2 * * *", ["02:30+0200", "02:30+0100"]),
+    ],
+)  # fmt: skip
+def test_dst_transitions_fire_exactly_these_local_times(
+    zone: ZoneInfo, day: tuple[int, int, int], expr: str, expected: list[str]
+) -> None:
+    got = fires(expr, *local_day(zone, *day), zone)
+    assert local_times(got, zone) == expected
+    assert got == sorted(set(got))
+
+
+def test_new_york_spring_forward_daily_job_fires_right_after_the_gap() -> None:
     got = fires("30 2 * * *", *local_day(NY, 2024, 3, 10), NY)
-    assert got == [utc(2024, 3, 10, 7, 30)]  # 03:30 EDT
+    assert got == [utc(2024, 3, 10, 7)]  # 03:00 EDT, the instant clocks jump
     day_before_and_after = fires("30 2 * * *", utc(2024, 3, 9), utc(2024, 3, 12), NY)
-    assert local_times(day_before_and_after, NY) == ["02:30-0500", "03:30-0400", "02:30-0400"]
+    assert local_times(day_before_and_after, NY) == ["02:30-0500", "03:00-0400", "02:30-0400"]
 
 
 def test_new_york_spring_forward_half_hourly_job() -> None:
@@ -284,20 +338,15 @@ def test_new_york_spring_forward_half_hourly_job() -> None:
     assert len(got) == 46  # a 23-hour day
     locals_ = local_times(got, NY)
     assert "01:30-0500" in locals_
-    assert locals_[4:6] == ["03:00-0400", "03:30-0400"]
+    assert locals_[3:5] == ["01:30-0500", "03:00-0400"]
     assert got == sorted(set(got))
 
 
-def test_gap_shift_that_lands_on_another_fire_fires_once() -> None:
-    got = fires("0,30 2,3 * * *", *local_day(NY, 2024, 3, 10), NY)
-    assert local_times(got, NY) == ["03:00-0400", "03:30-0400"]
-
-
-def test_paris_spring_forward() -> None:
-    assert fires("30 2 * * *", *local_day(PARIS, 2024, 3, 31), PARIS) == [utc(2024, 3, 31, 1, 30)]
-    got = fires("*/30 * * * *", *local_day(PARIS, 2024, 3, 31), PARIS)
+def test_berlin_spring_forward() -> None:
+    assert fires("30 2 * * *", *local_day(BERLIN, 2024, 3, 31), BERLIN) == [utc(2024, 3, 31, 1)]
+    got = fires("*/30 * * * *", *local_day(BERLIN, 2024, 3, 31), BERLIN)
     assert len(got) == 46
-    assert local_times(got, PARIS)[3:5] == ["01:30+0100", "03:00+0200"]
+    assert local_times(got, BERLIN)[3:5] == ["01:30+0100", "03:00+0200"]
 
 
 def test_new_york_fall_back() -> None:
@@ -312,13 +361,13 @@ def test_new_york_fall_back() -> None:
     assert all(b - a == timedelta(minutes=15) for a, b in itertools.pairwise(quarter))
 
 
-def test_paris_fall_back() -> None:
-    day = local_day(PARIS, 2024, 10, 27)
-    assert fires("30 2 * * *", *day, PARIS) == [utc(2024, 10, 27, 0, 30)]  # first 02:30 (CEST)
-    assert len(fires("0 * * * *", *day, PARIS)) == 25
-    assert len(fires("*/15 * * * *", *day, PARIS)) == 100
-    assert len(fires("0 0-23 * * *", *day, PARIS)) == 25  # "equivalent to *" counts too
-    assert len(fires("0 2,3 * * *", *day, PARIS)) == 2
+def test_berlin_fall_back() -> None:
+    day = local_day(BERLIN, 2024, 10, 27)
+    assert fires("30 2 * * *", *day, BERLIN) == [utc(2024, 10, 27, 0, 30)]  # first (CEST)
+    assert len(fires("0 * * * *", *day, BERLIN)) == 25  # real clock: the hour field is `*`
+    assert len(fires("*/15 * * * *", *day, BERLIN)) == 100
+    assert len(fires("0 0-23 * * *", *day, BERLIN)) == 24  # wall clock: each hour once
+    assert len(fires("0 2,3 * * *", *day, BERLIN)) == 2
 
 
 def test_lord_howe_half_hour_shifts() -> None:
@@ -329,27 +378,45 @@ def test_lord_howe_half_hour_shifts() -> None:
     assert local_times(fires("45 1 * * *", *back, LORD_HOWE), LORD_HOWE) == ["01:45+1100"]
     forward = local_day(LORD_HOWE, 2024, 10, 6)
     assert len(fires("*/15 * * * *", *forward, LORD_HOWE)) == 94
-    assert local_times(fires("15 2 * * *", *forward, LORD_HOWE), LORD_HOWE) == ["02:45+1100"]
+    assert local_times(fires("15 2 * * *", *forward, LORD_HOWE), LORD_HOWE) == ["02:30+1100"]
+    assert len(fires("0 * * * *", *forward, LORD_HOWE)) == 23  # 02:00 never happens
+
+
+def wall(instant: datetime, zone: ZoneInfo) -> datetime:
+    return instant.astimezone(zone).replace(tzinfo=None)
 
 
 def reference_fires(
-    minutes: set[int], hours: set[int], zone: ZoneInfo, start: datetime, end: datetime
+    minutes: set[int],
+    hours: set[int],
+    zone: ZoneInfo,
+    start: datetime,
+    end: datetime,
+    *,
+    wall_clock: bool,
 ) -> list[datetime]:
-    """Brute force over every local minute, applying the documented DST rules."""
+    """Brute force over every minute, applying the documented DST rules."""
     found: set[datetime] = set()
-    local = start.astimezone(zone).replace(tzinfo=None, second=0, microsecond=0)
-    local -= timedelta(days=2)
-    last = end.astimezone(zone).replace(tzinfo=None) + timedelta(days=2)
-    while local <= last:
-        if local.minute in minutes and local.hour in hours:
-            first = local.replace(tzinfo=zone).astimezone(UTC)
-            second = local.replace(tzinfo=zone, fold=1).astimezone(UTC)
-            found.add(first)  # a gap time: fold=0 is the forward shift
-            exists = first.astimezone(zone).replace(tzinfo=None) == local
-            if exists and second != first and len(hours) == 24:
-                found.add(second)
-        local += timedelta(minutes=1)
-    return sorted(f for f in found if start < f <= end)
+    if wall_clock:  # every matching local time, at its first occurrence or after its gap
+        local = wall(start, zone).replace(second=0, microsecond=0) - timedelta(days=2)
+        last = wall(end, zone) + timedelta(days=2)
+        while local <= last:
+            if local.minute in minutes and local.hour in hours:
+                first = local.replace(tzinfo=zone).astimezone(UTC)
+                if wall(first, zone) != local:  # in a gap: the first real minute after it
+                    first = local.replace(tzinfo=zone, fold=1).astimezone(UTC)
+                    while wall(first, zone) <= local:
+                        first += timedelta(minutes=1)
+                found.add(first)
+            local += timedelta(minutes=1)
+    else:  # every real minute whose local time matches
+        instant = start.replace(second=0, microsecond=0) - timedelta(days=2)
+        while instant <= end + timedelta(days=2):
+            local = wall(instant, zone)
+            if local.minute in minutes and local.hour in hours:
+                found.add(instant)
+            instant += timedelta(minutes=1)
+    return sorted(found)
 
 
 @pytest.mark.parametrize(
@@ -357,8 +424,8 @@ def reference_fires(
     [
         (NY, utc(2024, 3, 10, 7)),
         (NY, utc(2024, 11, 3, 6)),
-        (PARIS, utc(2024, 3, 31, 1)),
-        (PARIS, utc(2024, 10, 27, 1)),
+        (BERLIN, utc(2024, 3, 31, 1)),
+        (BERLIN, utc(2024, 10, 27, 1)),
         (LORD_HOWE, utc(2024, 4, 6, 15)),
         (LORD_HOWE, utc(2024, 10, 5, 15)),
         (ZoneInfo("Australia/Sydney"), utc(2024, 4, 6, 16)),
@@ -367,28 +434,36 @@ def reference_fires(
     ],
 )
 @pytest.mark.parametrize(
-    ("expr", "minutes", "hours"),
+    ("expr", "minutes", "hours", "wall_clock"),
     [
-        ("*/15 * * * *", {0, 15, 30, 45}, set(range(24))),
-        ("0 * * * *", {0}, set(range(24))),
-        ("30 1,2 * * *", {30}, {1, 2}),
-        ("0,30 2 * * *", {0, 30}, {2}),
-        ("45 0-22 * * *", {45}, set(range(23))),
-        ("0 12 * * *", {0}, {12}),
+        ("*/15 * * * *", {0, 15, 30, 45}, set(range(24)), False),
+        ("0 * * * *", {0}, set(range(24)), False),
+        ("*/20 1,2 * * *", {0, 20, 40}, {1, 2}, False),
+        ("30 1,2 * * *", {30}, {1, 2}, True),
+        ("0,30 2 * * *", {0, 30}, {2}, True),
+        ("45 0-22 * * *", {45}, set(range(23)), True),
+        ("0 12 * * *", {0}, {12}, True),
     ],
 )
 def test_matches_brute_force_around_transitions(
-    zone: ZoneInfo, around: datetime, expr: str, minutes: set[int], hours: set[int]
+    zone: ZoneInfo,
+    around: datetime,
+    expr: str,
+    minutes: set[int],
+    hours: set[int],
+    wall_clock: bool,
 ) -> None:
     start, end = around - timedelta(hours=30), around + timedelta(hours=30)
-    expected = reference_fires(minutes, hours, zone, start, end + timedelta(days=2))
-    assert fires(expr, start, end, zone) == [f for f in expected if f <= end]
-    # Starting from every instant in between must give the same successor.
+    expected = reference_fires(minutes, hours, zone, start, end, wall_clock=wall_clock)
+    assert fires(expr, start, end, zone) == [f for f in expected if start < f <= end]
+    # Starting from, or looking back from, every instant in between agrees with it.
     cron = CronExpression.parse(expr)
     probe = start
     while probe < end:
         successor = next(f for f in expected if f > probe)
         assert cron.next_after(probe, zone) == successor, probe
+        latest = [f for f in expected if f <= probe][-1:]
+        assert due_fires(cron, zone, utc(2000, 1, 1), probe, "coalesce") == latest, probe
         probe += timedelta(minutes=7)
 
 
@@ -432,14 +507,13 @@ def test_a_year_of_next_after_is_increasing_and_matches(
             break
         assert nxt > current
         assert nxt.tzinfo is UTC
-        local = nxt.astimezone(zone).replace(tzinfo=None)
-        if not spec.matches(local):  # must be a spring-forward shift of a missing time
-            before = (nxt - timedelta(hours=3)).astimezone(zone).utcoffset()
-            assert before is not None
-            missing = (nxt + before).replace(tzinfo=None)
-            roundtrip = missing.replace(tzinfo=zone).astimezone(UTC).astimezone(zone)
-            assert roundtrip.replace(tzinfo=None) != missing, nxt
-            assert spec.matches(missing), nxt
+        local = wall(nxt, zone)
+        if not spec.matches(local):  # must stand in for a local time skipped just before
+            before = wall(nxt - timedelta(minutes=1), zone)
+            skipped = [before + timedelta(minutes=m) for m in range(1, 180)]
+            skipped = [t for t in skipped if t < local]
+            assert skipped, nxt  # nxt is the first instant after a spring-forward gap
+            assert any(spec.matches(t) for t in skipped), nxt
         current = nxt
         count += 1
     assert count > 0
@@ -487,6 +561,15 @@ def test_coalesce_looks_back_across_a_fall_back() -> None:
     hourly = CronExpression.parse("30 * * * *")
     later = utc(2024, 11, 3, 6, 40)  # 01:40 EST: the second 01:30 already fired
     assert due_fires(hourly, NY, utc(2024, 10, 1), later, "coalesce") == [utc(2024, 11, 3, 6, 30)]
+
+
+def test_coalesce_right_after_a_spring_forward_gap() -> None:
+    cron = CronExpression.parse("30 2 * * *")
+    cursor = utc(2024, 3, 9, 12)
+    assert due_fires(cron, NY, cursor, utc(2024, 3, 10, 6, 59), "coalesce") == []
+    at_jump = utc(2024, 3, 10, 7)  # 03:00 EDT: the missing 02:30 fires now
+    assert due_fires(cron, NY, cursor, at_jump, "coalesce") == [at_jump]
+    assert due_fires(cron, NY, cursor, utc(2024, 3, 10, 9), "coalesce") == [at_jump]
 
 
 @pytest.mark.parametrize("policy", ["catch_up", "coalesce"])
