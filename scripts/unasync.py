@@ -2,6 +2,8 @@
 
 Usage: ``python scripts/unasync.py`` rewrites the sync modules;
 ``python scripts/unasync.py --check`` exits 1 when one of them is stale.
+:data:`FILES` pairs each async source with its sync twin, by path under ``src/wai``; a
+source that does not exist is an error (a moved module left behind in the list).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ SRC = ROOT / "src" / "wai"
 
 FILES = {
     "_db_async.py": "_db.py",
-    "_producer_async.py": "_producer.py",
+    "_inserts_db_async.py": "_inserts_db.py",
     "_client_base_async.py": "_client_base.py",
     "_transitions_async.py": "_transitions.py",
     "_callbacks_async.py": "_callbacks.py",
@@ -48,7 +50,7 @@ SUBS = [
     (r"\b__aenter__\b", "__enter__"),
     (r"\b__aexit__\b", "__exit__"),
     (r"\b_db_async\b", "_db"),
-    (r"\b_producer_async\b", "_producer"),
+    (r"\b_inserts_db_async\b", "_inserts_db"),
     (r"\b_transitions_async\b", "_transitions"),
     (r"\b_callbacks_async\b", "_callbacks"),
     (r"\b_dlq_db_async\b", "_dlq_db"),
@@ -85,9 +87,14 @@ def convert(source: str, name: str) -> str:
 
 def main(argv: list[str]) -> int:
     check = "--check" in argv
+    missing = [name for name in FILES if not (SRC / name).is_file()]
+    for name in missing:
+        print(f"src/wai/{name}: no such async source (update FILES)", file=sys.stderr)
+    if missing:
+        return 1
     stale: list[str] = []
     for src_name, dst_name in FILES.items():
-        expected = convert((SRC / src_name).read_text(), src_name)
+        expected = convert((SRC / src_name).read_text(), Path(src_name).name)
         dst = SRC / dst_name
         if dst.exists() and dst.read_text() == expected:
             continue

@@ -16,7 +16,7 @@ from psycopg_pool import ConnectionPool
 
 from wai import _db as db
 from wai import _dlq_db as dlq_db
-from wai import _producer as producer
+from wai import _inserts_db as inserts_db
 from wai._callbacks import CallbackMixin
 from wai._connect import CONNECT_TIMEOUT, unreachable
 from wai._cron import CronMixin
@@ -79,17 +79,17 @@ class Transaction:
     def insert(self, args: Any, **options: Any) -> JobRow:
         """Insert a job inside the transaction; same options as ``client.insert``."""
         job = self._client.build(EnqueueRequest(args, **options))
-        return producer.insert_one(self.connection, self._client.schema, job)
+        return inserts_db.insert_one(self.connection, self._client.schema, job)
 
     def insert_many(self, items: Iterable[Any]) -> list[JobRow]:
         """Insert many jobs inside the transaction; same items as ``client.insert_many``."""
         jobs = self._client.build_many(items)
-        return producer.insert_batch(self.connection, self._client.schema, jobs)
+        return inserts_db.insert_batch(self.connection, self._client.schema, jobs)
 
     def copy_many(self, items: Iterable[Any]) -> int:
         """Bulk-load jobs inside the transaction; same items as ``client.copy_many``."""
         jobs = self._client.build_many(items)
-        return producer.copy_batch(self.connection, self._client.schema, jobs)
+        return inserts_db.copy_batch(self.connection, self._client.schema, jobs)
 
 
 class ClientBase(RegistrationMixin, CallbackMixin, DlqMixin, CronMixin, OutboxMixin):
@@ -289,7 +289,7 @@ class ClientBase(RegistrationMixin, CallbackMixin, DlqMixin, CronMixin, OutboxMi
         # transaction).
         conn = self.pool.getconn()
         try:
-            return producer.insert_one(conn, self.schema, job)
+            return inserts_db.insert_one(conn, self.schema, job)
         finally:
             self.pool.putconn(conn)
 
@@ -300,10 +300,10 @@ class ClientBase(RegistrationMixin, CallbackMixin, DlqMixin, CronMixin, OutboxMi
         with self.pool.connection() as conn:
             if all(job.unique_key is None for job in jobs):
                 # one statement, atomic on its own: no BEGIN and COMMIT round trips
-                return producer.insert_batch(conn, self.schema, jobs)
+                return inserts_db.insert_batch(conn, self.schema, jobs)
             # a held key is looked up, and a conflict raised, after the insert: undo it then
             with conn.transaction():
-                return producer.insert_batch(conn, self.schema, jobs)
+                return inserts_db.insert_batch(conn, self.schema, jobs)
 
     def copy_many(self, items: Iterable[Any]) -> int:
         """Bulk-load jobs with ``COPY``; returns how many were written.
@@ -317,7 +317,7 @@ class ClientBase(RegistrationMixin, CallbackMixin, DlqMixin, CronMixin, OutboxMi
         jobs = self.build_many(items)
         self.open()
         with self.pool.connection() as conn, conn.transaction():
-            return producer.copy_batch(conn, self.schema, jobs)
+            return inserts_db.copy_batch(conn, self.schema, jobs)
 
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:

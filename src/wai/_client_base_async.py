@@ -15,7 +15,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
 from wai import _dlq_db_async as dlq_db
-from wai import _producer_async as producer
+from wai import _inserts_db_async as inserts_db
 from wai._callbacks_async import AsyncCallbackMixin
 from wai._connect import CONNECT_TIMEOUT, unreachable
 from wai._cron_async import AsyncCronMixin
@@ -78,17 +78,17 @@ class AsyncTransaction:
     async def insert(self, args: Any, **options: Any) -> JobRow:
         """Insert a job inside the transaction; same options as ``client.insert``."""
         job = self._client.build(EnqueueRequest(args, **options))
-        return await producer.insert_one(self.connection, self._client.schema, job)
+        return await inserts_db.insert_one(self.connection, self._client.schema, job)
 
     async def insert_many(self, items: Iterable[Any]) -> list[JobRow]:
         """Insert many jobs inside the transaction; same items as ``client.insert_many``."""
         jobs = self._client.build_many(items)
-        return await producer.insert_batch(self.connection, self._client.schema, jobs)
+        return await inserts_db.insert_batch(self.connection, self._client.schema, jobs)
 
     async def copy_many(self, items: Iterable[Any]) -> int:
         """Bulk-load jobs inside the transaction; same items as ``client.copy_many``."""
         jobs = self._client.build_many(items)
-        return await producer.copy_batch(self.connection, self._client.schema, jobs)
+        return await inserts_db.copy_batch(self.connection, self._client.schema, jobs)
 
 
 class AsyncClientBase(
@@ -290,7 +290,7 @@ class AsyncClientBase(
         # transaction).
         conn = await self.pool.getconn()
         try:
-            return await producer.insert_one(conn, self.schema, job)
+            return await inserts_db.insert_one(conn, self.schema, job)
         finally:
             await self.pool.putconn(conn)
 
@@ -301,10 +301,10 @@ class AsyncClientBase(
         async with self.pool.connection() as conn:
             if all(job.unique_key is None for job in jobs):
                 # one statement, atomic on its own: no BEGIN and COMMIT round trips
-                return await producer.insert_batch(conn, self.schema, jobs)
+                return await inserts_db.insert_batch(conn, self.schema, jobs)
             # a held key is looked up, and a conflict raised, after the insert: undo it then
             async with conn.transaction():
-                return await producer.insert_batch(conn, self.schema, jobs)
+                return await inserts_db.insert_batch(conn, self.schema, jobs)
 
     async def copy_many(self, items: Iterable[Any]) -> int:
         """Bulk-load jobs with ``COPY``; returns how many were written.
@@ -318,7 +318,7 @@ class AsyncClientBase(
         jobs = self.build_many(items)
         await self.open()
         async with self.pool.connection() as conn, conn.transaction():
-            return await producer.copy_batch(conn, self.schema, jobs)
+            return await inserts_db.copy_batch(conn, self.schema, jobs)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncTransaction]:

@@ -12,7 +12,7 @@ from psycopg import Connection
 
 from wai import _db as db
 from wai import _dlq_db as dlq_db
-from wai import _producer as producer
+from wai import _inserts_db as inserts_db
 from wai.callbacks import (
     Resolved,
     ResolveRequest,
@@ -102,7 +102,7 @@ def apply_outcomes(
                 if failed:
                     raise _Rejected(failed)
                 inserting = True
-                producer.insert_followups(conn, schema, jobs)
+                inserts_db.insert_followups(conn, schema, jobs)
                 inserting = False
                 for row, outcome in to_outbox:
                     _leave_outbox_row(conn, schema, row, outcome)
@@ -231,7 +231,7 @@ def _followups(
     if plan.failed:
         raise plan.failed[row.id]
     try:
-        producer.insert_followups(conn, schema, plan.jobs)
+        inserts_db.insert_followups(conn, schema, plan.jobs)
     except WaiError as exc:
         raise FollowUpError(f"follow-up insert failed: {exc}") from exc
 

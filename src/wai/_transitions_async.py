@@ -11,7 +11,7 @@ from psycopg import AsyncConnection
 
 from wai import _db_async as db
 from wai import _dlq_db_async as dlq_db
-from wai import _producer_async as producer
+from wai import _inserts_db_async as inserts_db
 from wai.callbacks import (
     Resolved,
     ResolveRequest,
@@ -101,7 +101,7 @@ async def apply_outcomes(
                 if failed:
                     raise _Rejected(failed)
                 inserting = True
-                await producer.insert_followups(conn, schema, jobs)
+                await inserts_db.insert_followups(conn, schema, jobs)
                 inserting = False
                 for row, outcome in to_outbox:
                     await _leave_outbox_row(conn, schema, row, outcome)
@@ -240,7 +240,7 @@ async def _followups(
     if plan.failed:
         raise plan.failed[row.id]
     try:
-        await producer.insert_followups(conn, schema, plan.jobs)
+        await inserts_db.insert_followups(conn, schema, plan.jobs)
     except WaiError as exc:
         raise FollowUpError(f"follow-up insert failed: {exc}") from exc
 

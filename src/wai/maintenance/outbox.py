@@ -11,7 +11,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
-from wai import _producer_async as producer
+from wai import _inserts_db_async as inserts_db
 from wai._text import storable
 from wai.errors import FollowUpError, SerializationError
 from wai.followups import decode_for, evaluate
@@ -176,5 +176,5 @@ class OutboxSweeper(PeriodicService):
                 )
                 for s in todo
             ]
-            await producer.insert_followups(conn, self._schema, new)
+            await inserts_db.insert_followups(conn, self._schema, new)
         await db.outbox_delete(conn, self._schema, outbox_id=row["id"])

@@ -30,7 +30,7 @@ from wai.maintenance import (
 from wai.maintenance._service import stop_tasks
 from wai.outcomes import Outcome, describe_exception
 from wai.queues import QueueConfig, QueueSettings
-from wai.worker._callbacks import AttemptCallbacks
+from wai.worker._attempt_callbacks import AttemptCallbacks
 from wai.worker._executor import execute, interrupted_outcome, shutdown_outcome
 from wai.worker._finalizer import Finalizer
 from wai.worker._heartbeat import Heartbeater

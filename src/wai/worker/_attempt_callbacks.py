@@ -14,7 +14,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
-from wai import _producer_async as producer
+from wai import _inserts_db_async as inserts_db
 from wai._translate import translate_errors
 from wai.callbacks import CallbackExpressions
 from wai.context import AttemptState
@@ -211,7 +211,7 @@ class AttemptCallbacks:
         )
         jobs = [j for j in (_per_wait(j, token) for j in plan.jobs) if _spec(j) not in done]
         try:
-            await producer.insert_followups(conn, self._schema, jobs)
+            await inserts_db.insert_followups(conn, self._schema, jobs)
         except WaiError as exc:
             raise FollowUpError(f"follow-up insert failed: {exc}") from exc
 
