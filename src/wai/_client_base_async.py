@@ -14,12 +14,10 @@ from psycopg import AsyncConnection, AsyncCursor
 from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
-from wai import _dlq_db_async as dlq_db
 from wai import _inserts_db_async as inserts_db
 from wai._callbacks_async import AsyncCallbackMixin
 from wai._connect import CONNECT_TIMEOUT, unreachable
 from wai._cron_async import AsyncCronMixin
-from wai._dlq_async import AsyncDlqMixin
 from wai._json import configure_async
 from wai._outbox_async import AsyncOutboxMixin
 from wai._registration import RegistrationMixin
@@ -33,6 +31,9 @@ from wai.admin import (
     check_job_id,
     rejected,
 )
+from wai.dlq import DlqEntry
+from wai.dlq import _queries_async as dlq_db
+from wai.dlq._ops_async import AsyncDlqOps, Progress
 from wai.errors import JobNotFound, NoDatabaseURL, SchemaNotMigrated, ValidationError
 from wai.inserts import EnqueueRequest, NewJob, build_args_job, build_job, validate_queue
 from wai.instances import RuntimeInstance
@@ -91,9 +92,7 @@ class AsyncTransaction:
         return await inserts_db.copy_batch(self.connection, self._client.schema, jobs)
 
 
-class AsyncClientBase(
-    RegistrationMixin, AsyncCallbackMixin, AsyncDlqMixin, AsyncCronMixin, AsyncOutboxMixin
-):
+class AsyncClientBase(RegistrationMixin, AsyncCallbackMixin, AsyncCronMixin, AsyncOutboxMixin):
     """Connection pool, registry, producer, admin, callback, dead-letter and cron methods."""
 
     def __init__(
@@ -123,6 +122,7 @@ class AsyncClientBase(
             name=f"wai-{self.schema}",
         )
         self._opened = False
+        self._dlq = AsyncDlqOps(self)
 
     async def open(self) -> None:
         """Open the connection pool (done for you on first use).
@@ -483,3 +483,156 @@ class AsyncClientBase(
         async with self.connection() as conn:
             with translate_errors(self.schema):
                 return await db.runtime_instance_list(conn, self.schema)
+
+    # -- dead-letter queue (wai.dlq) -------------------------------------------------------
+
+    async def list_dlq(
+        self,
+        *,
+        queue: str | None = None,
+        kind: str | None = None,
+        tag: str | None = None,
+        reason: str | None = None,
+        limit: int = 100,
+        before: str | None = None,
+    ) -> list[DlqEntry]:
+        """Dead-lettered jobs, newest first; pass the last entry's ``.cursor`` as ``before``."""
+        return await self._dlq.list_dlq(
+            queue=queue, kind=kind, tag=tag, reason=reason, limit=limit, before=before
+        )
+
+    async def get_dlq_entry(self, job_id: int) -> DlqEntry:
+        """The dead-letter entry of job ``job_id``; raises :class:`wai.JobNotFound`."""
+        return await self._dlq.get_dlq_entry(job_id)
+
+    async def dlq_depth(self, queue: str | None = None) -> int:
+        """How many jobs are dead-lettered, in ``queue`` or in all queues."""
+        return await self._dlq.dlq_depth(queue)
+
+    async def dlq_depths(self) -> dict[str, int]:
+        """Dead-lettered jobs per queue (queues without any are left out)."""
+        return await self._dlq.dlq_depths()
+
+    async def retry_from_dlq(
+        self,
+        job_id: int,
+        *,
+        queue: str | None = None,
+        priority: int | None = None,
+        run_at: datetime | None = None,
+    ) -> JobRow:
+        """Put a dead-lettered job back to run; returns its row.
+
+        The job keeps its id, errors, metadata, run lease and lineage, and gets a
+        fresh retry budget (``attempt`` 0). It becomes ``available`` now, or
+        ``scheduled`` for a future ``run_at``; ``queue`` and ``priority`` move or
+        re-prioritise it. Raises :class:`wai.JobNotFound` when it is not
+        dead-lettered, and :class:`wai.UniqueConflict` (the entry stays) when a
+        live job holds its unique key.
+        """
+        return await self._dlq.retry_from_dlq(job_id, queue=queue, priority=priority, run_at=run_at)
+
+    async def bulk_retry_from_dlq(
+        self,
+        *,
+        queue: str | None = None,
+        kind: str | None = None,
+        tag: str | None = None,
+        reason: str | None = None,
+        all: bool = False,
+        to_queue: str | None = None,
+        priority: int | None = None,
+        run_at: datetime | None = None,
+        batch_size: int = 1000,
+        on_progress: Progress | None = None,
+    ) -> int:
+        """Retry every dead-lettered job matching the filters, oldest first; returns how many.
+
+        Like :meth:`retry_from_dlq` for each entry (``to_queue``, ``priority`` and
+        ``run_at`` apply to all). Entries whose unique key a live job holds stay and
+        are not counted; so do entries that arrive after the call started (a retried
+        job that fails again is not retried twice).
+        """
+        return await self._dlq.bulk_retry_from_dlq(
+            queue=queue,
+            kind=kind,
+            tag=tag,
+            reason=reason,
+            all=all,
+            to_queue=to_queue,
+            priority=priority,
+            run_at=run_at,
+            batch_size=batch_size,
+            on_progress=on_progress,
+        )
+
+    async def move_to_dlq(self, job_id: int, reason: str = "manual") -> DlqEntry:
+        """Move a ``failed`` job to the dead-letter queue, whatever its queue's policy.
+
+        Raises :class:`wai.JobNotFound`, or :class:`wai.InvalidStateError` when
+        the job is not ``failed``.
+        """
+        return await self._dlq.move_to_dlq(job_id, reason)
+
+    async def bulk_move_to_dlq(
+        self,
+        *,
+        queue: str | None = None,
+        kind: str | None = None,
+        tag: str | None = None,
+        all: bool = False,
+        reason: str = "manual",
+        batch_size: int = 1000,
+        on_progress: Progress | None = None,
+    ) -> int:
+        """Move every ``failed`` job matching the filters to the dead-letter queue."""
+        return await self._dlq.bulk_move_to_dlq(
+            queue=queue,
+            kind=kind,
+            tag=tag,
+            all=all,
+            reason=reason,
+            batch_size=batch_size,
+            on_progress=on_progress,
+        )
+
+    async def purge_dlq_entry(self, job_id: int) -> None:
+        """Delete one dead-letter entry for good; raises :class:`wai.JobNotFound`."""
+        return await self._dlq.purge_dlq_entry(job_id)
+
+    async def purge_dlq(
+        self,
+        *,
+        queue: str | None = None,
+        kind: str | None = None,
+        tag: str | None = None,
+        reason: str | None = None,
+        all: bool = False,
+        batch_size: int = 1000,
+        on_progress: Progress | None = None,
+    ) -> int:
+        """Delete every dead-letter entry matching the filters; returns how many.
+
+        Without a filter it deletes nothing and raises :class:`wai.ValidationError`
+        unless ``all=True``.
+        """
+        return await self._dlq.purge_dlq(
+            queue=queue,
+            kind=kind,
+            tag=tag,
+            reason=reason,
+            all=all,
+            batch_size=batch_size,
+            on_progress=on_progress,
+        )
+
+    async def count_dlq(
+        self,
+        *,
+        queue: str | None = None,
+        kind: str | None = None,
+        tag: str | None = None,
+        reason: str | None = None,
+    ) -> int:
+        """How many dead-letter entries match the filters (what a bulk action would cover)."""
+        return await self._dlq.count_dlq(queue=queue, kind=kind, tag=tag, reason=reason)

@@ -11,7 +11,6 @@ import psycopg
 from psycopg import Connection
 
 from wai import _db as db
-from wai import _dlq_db as dlq_db
 from wai import _inserts_db as inserts_db
 from wai.callbacks import (
     Resolved,
@@ -20,6 +19,7 @@ from wai.callbacks import (
     payload_json,
     resolution_outcome,
 )
+from wai.dlq import _queries as dlq_db
 from wai.dlq import failure_reason
 from wai.errors import FollowUpError, WaiError
 from wai.followups import Applied, error_text, plan_followups, plan_row

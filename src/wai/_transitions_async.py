@@ -10,7 +10,6 @@ import psycopg
 from psycopg import AsyncConnection
 
 from wai import _db_async as db
-from wai import _dlq_db_async as dlq_db
 from wai import _inserts_db_async as inserts_db
 from wai.callbacks import (
     Resolved,
@@ -19,6 +18,7 @@ from wai.callbacks import (
     payload_json,
     resolution_outcome,
 )
+from wai.dlq import _queries_async as dlq_db
 from wai.dlq import failure_reason
 from wai.errors import FollowUpError, WaiError
 from wai.followups import Applied, error_text, plan_followups, plan_row
