@@ -25,8 +25,8 @@ FILES = {
     "_core_async.py": "_core.py",
     "dlq/_queries_async.py": "dlq/_queries.py",
     "dlq/_ops_async.py": "dlq/_ops.py",
-    "_cron_db_async.py": "_cron_db.py",
-    "_cron_async.py": "_cron.py",
+    "cron/_queries_async.py": "cron/_queries.py",
+    "cron/_ops_async.py": "cron/_ops.py",
     "_outbox_async.py": "_outbox.py",
 }
 
@@ -38,7 +38,7 @@ SUBS = [
     (r"\bAsyncCallbackMixin\b", "CallbackMixin"),
     (r"\bAsyncClientCore\b", "ClientCore"),
     (r"\bAsyncDlqOps\b", "DlqOps"),
-    (r"\bAsyncCronMixin\b", "CronMixin"),
+    (r"\bAsyncCronOps\b", "CronOps"),
     (r"\bAsyncOutboxMixin\b", "OutboxMixin"),
     (r"\bAbstractAsyncContextManager\b", "AbstractContextManager"),
     (r"\bAsyncTransaction\b", "Transaction"),
@@ -58,8 +58,6 @@ SUBS = [
     (r"\b_core_async\b", "_core"),
     (r"\b_queries_async\b", "_queries"),
     (r"\b_ops_async\b", "_ops"),
-    (r"\b_cron_db_async\b", "_cron_db"),
-    (r"\b_cron_async\b", "_cron"),
     (r"\b_outbox_async\b", "_outbox"),
     (r"\b_client_base_async\b", "_client_base"),
     (r"the async client \(source of the sync client\)", "the sync client"),

@@ -17,7 +17,6 @@ from wai import _db_async as db
 from wai import _inserts_db_async as inserts_db
 from wai._callbacks_async import AsyncCallbackMixin
 from wai._connect import CONNECT_TIMEOUT, unreachable
-from wai._cron_async import AsyncCronMixin
 from wai._json import configure_async
 from wai._outbox_async import AsyncOutboxMixin
 from wai._registration import RegistrationMixin
@@ -31,6 +30,8 @@ from wai.admin import (
     check_job_id,
     rejected,
 )
+from wai.cron import Schedule
+from wai.cron._ops_async import AsyncCronOps
 from wai.dlq import DlqEntry
 from wai.dlq import _queries_async as dlq_db
 from wai.dlq._ops_async import AsyncDlqOps, Progress
@@ -92,7 +93,7 @@ class AsyncTransaction:
         return await inserts_db.copy_batch(self.connection, self._client.schema, jobs)
 
 
-class AsyncClientBase(RegistrationMixin, AsyncCallbackMixin, AsyncCronMixin, AsyncOutboxMixin):
+class AsyncClientBase(RegistrationMixin, AsyncCallbackMixin, AsyncOutboxMixin):
     """Connection pool, registry, producer, admin, callback, dead-letter and cron methods."""
 
     def __init__(
@@ -123,6 +124,7 @@ class AsyncClientBase(RegistrationMixin, AsyncCallbackMixin, AsyncCronMixin, Asy
         )
         self._opened = False
         self._dlq = AsyncDlqOps(self)
+        self._cron = AsyncCronOps(self)
 
     async def open(self) -> None:
         """Open the connection pool (done for you on first use).
@@ -636,3 +638,89 @@ class AsyncClientBase(RegistrationMixin, AsyncCallbackMixin, AsyncCronMixin, Asy
     ) -> int:
         """How many dead-letter entries match the filters (what a bulk action would cover)."""
         return await self._dlq.count_dlq(queue=queue, kind=kind, tag=tag, reason=reason)
+
+    # -- periodic schedules (wai.cron) -----------------------------------------------------
+
+    def periodic(
+        self,
+        name: str,
+        expr: str,
+        args: Any,
+        *,
+        timezone: str = "UTC",
+        kind: str | None = None,
+        queue: str | None = None,
+        priority: int = 2,
+        max_attempts: int | None = None,
+        tags: Iterable[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        missed_fire_policy: str = "coalesce",
+    ) -> None:
+        """Register a periodic schedule: enqueue ``args`` at every fire time of ``expr``.
+
+        ``expr`` is a 5-field (``"*/5 * * * *"``) or 6-field (leading seconds)
+        cron expression, or a macro such as ``"@daily"``, read in the IANA time
+        zone ``timezone``. The job's queue and ``max_attempts`` default to what the
+        args type declares (``@wai.kind``), else to the kind's registered task (when
+        the schedule is stored), else ``"default"`` and 25. ``missed_fire_policy``
+        says what a schedule owes for fire times it missed (maintenance down,
+        schedule paused): ``"coalesce"`` enqueues one job for the latest of them,
+        ``"catch_up"`` one per fire time, in order.
+
+        Registration validates everything at once (an invalid expression, time
+        zone, args or option raises :class:`wai.ValidationError`); the schedule is
+        stored by name when the client starts (or on :meth:`upsert_cron`).
+        """
+        return self._cron.periodic(
+            name,
+            expr,
+            args,
+            timezone=timezone,
+            kind=kind,
+            queue=queue,
+            priority=priority,
+            max_attempts=max_attempts,
+            tags=tags,
+            metadata=metadata,
+            missed_fire_policy=missed_fire_policy,
+        )
+
+    async def upsert_cron(self) -> list[str]:
+        """Store the schedules registered with :meth:`periodic`; returns their names.
+
+        New schedules start counting from now; existing ones get the registered
+        expression, zone, args and options while their cursor and pause stay.
+        ``start()`` calls this for you.
+        """
+        return await self._cron.upsert_cron()
+
+    async def list_cron(self) -> list[Schedule]:
+        """Every stored schedule, by name, with its next fire time."""
+        return await self._cron.list_cron()
+
+    async def get_cron(self, name: str) -> Schedule:
+        """One stored schedule; raises :class:`wai.ScheduleNotFound`."""
+        return await self._cron.get_cron(name)
+
+    async def pause_cron(self, name: str) -> Schedule:
+        """Stop a schedule from firing until :meth:`resume_cron`; redeploys keep it paused."""
+        return await self._cron.pause_cron(name)
+
+    async def resume_cron(self, name: str) -> Schedule:
+        """Let a paused schedule fire again.
+
+        The fire times it missed while paused are owed by its missed-fire
+        policy: one job for ``coalesce``, one per fire time for ``catch_up``.
+        """
+        return await self._cron.resume_cron(name)
+
+    async def trigger_cron(self, name: str) -> JobRow:
+        """Enqueue one job of the schedule now, even while paused; its cursor stays.
+
+        The job's ``metadata["wai.cron"]`` has ``"manual": true``.
+        """
+        return await self._cron.trigger_cron(name)
+
+    async def delete_cron(self, name: str) -> None:
+        """Delete a stored schedule. A process that registers it stores it again on start."""
+        return await self._cron.delete_cron(name)

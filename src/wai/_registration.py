@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
-from wai.periodic import Periodic
 from wai.registry import Registry
 
 __all__ = ["RegistrationMixin"]
@@ -128,49 +127,3 @@ class RegistrationMixin:
     ) -> Any:
         """Like :meth:`on_rescued_enqueue`; ``fn`` returns a :class:`wai.EnqueueRequest`."""
         return self._spec(kind, "rescued", fn, True, name)
-
-    def periodic(
-        self,
-        name: str,
-        expr: str,
-        args: Any,
-        *,
-        timezone: str = "UTC",
-        kind: str | None = None,
-        queue: str | None = None,
-        priority: int = 2,
-        max_attempts: int | None = None,
-        tags: Iterable[str] = (),
-        metadata: Mapping[str, Any] | None = None,
-        missed_fire_policy: str = "coalesce",
-    ) -> None:
-        """Register a periodic schedule: enqueue ``args`` at every fire time of ``expr``.
-
-        ``expr`` is a 5-field (``"*/5 * * * *"``) or 6-field (leading seconds)
-        cron expression, or a macro such as ``"@daily"``, read in the IANA time
-        zone ``timezone``. The job's queue and ``max_attempts`` default to what the
-        args type declares (``@wai.kind``), else to the kind's registered task (when
-        the schedule is stored), else ``"default"`` and 25. ``missed_fire_policy``
-        says what a schedule owes for fire times it missed (maintenance down,
-        schedule paused): ``"coalesce"`` enqueues one job for the latest of them,
-        ``"catch_up"`` one per fire time, in order.
-
-        Registration validates everything at once (an invalid expression, time
-        zone, args or option raises :class:`wai.ValidationError`); the schedule is
-        stored by name when the client starts (or on :meth:`upsert_cron`).
-        """
-        self.registry.add_periodic(
-            Periodic.build(
-                name,
-                expr,
-                args,
-                timezone=timezone,
-                kind=kind,
-                queue=queue,
-                priority=priority,
-                max_attempts=max_attempts,
-                tags=tags,
-                metadata=metadata,
-                missed_fire_policy=missed_fire_policy,
-            )
-        )
