@@ -27,7 +27,8 @@ FILES = {
     "dlq/_ops_async.py": "dlq/_ops.py",
     "cron/_queries_async.py": "cron/_queries.py",
     "cron/_ops_async.py": "cron/_ops.py",
-    "_outbox_async.py": "_outbox.py",
+    "outbox/_queries_async.py": "outbox/_queries.py",
+    "outbox/_ops_async.py": "outbox/_ops.py",
 }
 
 SUBS = [
@@ -39,7 +40,7 @@ SUBS = [
     (r"\bAsyncClientCore\b", "ClientCore"),
     (r"\bAsyncDlqOps\b", "DlqOps"),
     (r"\bAsyncCronOps\b", "CronOps"),
-    (r"\bAsyncOutboxMixin\b", "OutboxMixin"),
+    (r"\bAsyncOutboxOps\b", "OutboxOps"),
     (r"\bAbstractAsyncContextManager\b", "AbstractContextManager"),
     (r"\bAsyncTransaction\b", "Transaction"),
     (r"\bAsyncIterator\b", "Iterator"),
@@ -58,7 +59,6 @@ SUBS = [
     (r"\b_core_async\b", "_core"),
     (r"\b_queries_async\b", "_queries"),
     (r"\b_ops_async\b", "_ops"),
-    (r"\b_outbox_async\b", "_outbox"),
     (r"\b_client_base_async\b", "_client_base"),
     (r"the async client \(source of the sync client\)", "the sync client"),
 ]

@@ -18,7 +18,6 @@ from wai import _inserts_db_async as inserts_db
 from wai._callbacks_async import AsyncCallbackMixin
 from wai._connect import CONNECT_TIMEOUT, unreachable
 from wai._json import configure_async
-from wai._outbox_async import AsyncOutboxMixin
 from wai._registration import RegistrationMixin
 from wai._sql import validate_schema
 from wai._storable import check_text
@@ -40,6 +39,8 @@ from wai.inserts import EnqueueRequest, NewJob, build_args_job, build_job, valid
 from wai.instances import RuntimeInstance
 from wai.job import JobRow, JobState
 from wai.migrate import migrations
+from wai.outbox import OutboxEntry, OutboxStats
+from wai.outbox._ops_async import AsyncOutboxOps
 from wai.registry import Registry
 from wai.unique import UniqueOpts
 
@@ -93,7 +94,7 @@ class AsyncTransaction:
         return await inserts_db.copy_batch(self.connection, self._client.schema, jobs)
 
 
-class AsyncClientBase(RegistrationMixin, AsyncCallbackMixin, AsyncOutboxMixin):
+class AsyncClientBase(RegistrationMixin, AsyncCallbackMixin):
     """Connection pool, registry, producer, admin, callback, dead-letter and cron methods."""
 
     def __init__(
@@ -125,6 +126,7 @@ class AsyncClientBase(RegistrationMixin, AsyncCallbackMixin, AsyncOutboxMixin):
         self._opened = False
         self._dlq = AsyncDlqOps(self)
         self._cron = AsyncCronOps(self)
+        self._outbox = AsyncOutboxOps(self)
 
     async def open(self) -> None:
         """Open the connection pool (done for you on first use).
@@ -724,3 +726,46 @@ class AsyncClientBase(RegistrationMixin, AsyncCallbackMixin, AsyncOutboxMixin):
     async def delete_cron(self, name: str) -> None:
         """Delete a stored schedule. A process that registers it stores it again on start."""
         return await self._cron.delete_cron(name)
+
+    # -- follow-up outbox (wai.outbox) -----------------------------------------------------
+
+    async def outbox_list(
+        self,
+        *,
+        state: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        after_id: int | None = None,
+    ) -> list[OutboxEntry]:
+        """Outbox rows, oldest first, each with its attempts and last error.
+
+        ``state`` is None (every row), ``"pending"`` or ``"failed"``; ``kind``
+        keeps the rows of one trigger kind; ``after_id`` continues after the
+        last entry of a full page.
+        """
+        return await self._outbox.outbox_list(
+            state=state, kind=kind, limit=limit, after_id=after_id
+        )
+
+    async def outbox_stats(self) -> OutboxStats:
+        """How many outbox rows are pending and how many failed (see :class:`wai.OutboxStats`)."""
+        return await self._outbox.outbox_stats()
+
+    async def outbox_retry(self, outbox_id: int) -> OutboxEntry:
+        """Make outbox row ``outbox_id`` due now, with a fresh budget of attempts.
+
+        A failed row becomes pending again; ``attempts`` restarts at 0 and
+        ``last_error`` stays until the next attempt replaces it (or the row is
+        dispatched and deleted). The next sweep of a process holding specs for its
+        kind and outcome dispatches it. Raises :class:`wai.OutboxRowNotFound` when
+        no row has that id (it may have been dispatched meanwhile).
+        """
+        return await self._outbox.outbox_retry(outbox_id)
+
+    async def outbox_discard(self, outbox_id: int) -> bool:
+        """Delete outbox row ``outbox_id``: its follow-ups will never be inserted.
+
+        Returns whether the row existed. Waits for a sweeper dispatching the row
+        right now; if that dispatch succeeded, there is nothing left to discard.
+        """
+        return await self._outbox.outbox_discard(outbox_id)

@@ -25,6 +25,7 @@ from wai.errors import FollowUpError, WaiError
 from wai.followups import Applied, error_text, plan_followups, plan_row
 from wai.inserts import NewJob
 from wai.job import JobRow, JobState
+from wai.outbox import _queries as outbox_db
 from wai.outcomes import Outcome
 from wai.registry import Registry
 
@@ -177,7 +178,7 @@ def _followups_of(
 
 def _leave_outbox_row(conn: Connection[Any], schema: str, row: JobRow, outcome: Outcome) -> None:
     detail = {"error": outcome.error or "", "reason": outcome.reason or ""}
-    db.outbox_insert(conn, schema, job_id=row.id, outcome=outcome.event, detail=detail)
+    outbox_db.outbox_insert(conn, schema, job_id=row.id, outcome=outcome.event, detail=detail)
 
 
 def _apply_lean(conn: Connection[Any], schema: str, outcomes: Sequence[Outcome]) -> Applied:
@@ -225,7 +226,7 @@ def _followups(
         # No spec here (a CLI, a bare web process): the durable record of the outcome,
         # dispatched later by a process that holds the specs.
         detail = {"error": outcome.error or "", "reason": outcome.reason or ""}
-        db.outbox_insert(conn, schema, job_id=row.id, outcome=outcome.event, detail=detail)
+        outbox_db.outbox_insert(conn, schema, job_id=row.id, outcome=outcome.event, detail=detail)
         return
     plan = plan_followups(registry, [row], {row.id: outcome})
     if plan.failed:

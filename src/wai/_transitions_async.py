@@ -24,6 +24,7 @@ from wai.errors import FollowUpError, WaiError
 from wai.followups import Applied, error_text, plan_followups, plan_row
 from wai.inserts import NewJob
 from wai.job import JobRow, JobState
+from wai.outbox import _queries_async as outbox_db
 from wai.outcomes import Outcome
 from wai.registry import Registry
 
@@ -178,7 +179,7 @@ async def _leave_outbox_row(
     conn: AsyncConnection[Any], schema: str, row: JobRow, outcome: Outcome
 ) -> None:
     detail = {"error": outcome.error or "", "reason": outcome.reason or ""}
-    await db.outbox_insert(conn, schema, job_id=row.id, outcome=outcome.event, detail=detail)
+    await outbox_db.outbox_insert(conn, schema, job_id=row.id, outcome=outcome.event, detail=detail)
 
 
 async def _apply_lean(
@@ -234,7 +235,9 @@ async def _followups(
         # No spec here (a CLI, a bare web process): the durable record of the outcome,
         # dispatched later by a process that holds the specs.
         detail = {"error": outcome.error or "", "reason": outcome.reason or ""}
-        await db.outbox_insert(conn, schema, job_id=row.id, outcome=outcome.event, detail=detail)
+        await outbox_db.outbox_insert(
+            conn, schema, job_id=row.id, outcome=outcome.event, detail=detail
+        )
         return
     plan = plan_followups(registry, [row], {row.id: outcome})
     if plan.failed:
