@@ -16,7 +16,6 @@ from psycopg_pool import ConnectionPool
 
 from wai import _db as db
 from wai import _inserts_db as inserts_db
-from wai._callbacks import CallbackMixin
 from wai._connect import CONNECT_TIMEOUT, unreachable
 from wai._json import configure_sync
 from wai._registration import RegistrationMixin
@@ -30,6 +29,8 @@ from wai.admin import (
     check_job_id,
     rejected,
 )
+from wai.callbacks import CallbackResolution, Resolved
+from wai.callbacks._ops import CallbackOps
 from wai.cron import Schedule
 from wai.cron._ops import CronOps
 from wai.dlq import DlqEntry
@@ -95,7 +96,7 @@ class Transaction:
         return inserts_db.copy_batch(self.connection, self._client.schema, jobs)
 
 
-class ClientBase(RegistrationMixin, CallbackMixin):
+class ClientBase(RegistrationMixin):
     """Connection pool, registry, producer, admin, callback, dead-letter and cron methods."""
 
     def __init__(
@@ -128,6 +129,7 @@ class ClientBase(RegistrationMixin, CallbackMixin):
         self._dlq = DlqOps(self)
         self._cron = CronOps(self)
         self._outbox = OutboxOps(self)
+        self._callbacks = CallbackOps(self, self._resolved)
 
     def open(self) -> None:
         """Open the connection pool (done for you on first use).
@@ -768,3 +770,100 @@ class ClientBase(RegistrationMixin, CallbackMixin):
         right now; if that dispatch succeeded, there is nothing left to discard.
         """
         return self._outbox.outbox_discard(outbox_id)
+
+    # -- external callbacks (wai.callbacks) ------------------------------------------------
+
+    def _resolved(self, resolved: Resolved) -> None:
+        """After a resolution commits: the async client with a runtime fires hooks here."""
+
+    def complete_external(self, callback_id: Any, payload: Any = None) -> JobRow:
+        """Complete the job waiting on ``callback_id``; returns its ``completed`` row.
+
+        Applies to a parked (``waiting_external``) job, and to a ``running`` one
+        whose handler registered the callback but has not parked yet (the late
+        park is then fenced). ``payload`` (JSON) is kept as ``row.callback_result``.
+        """
+        return self._callbacks.complete_external(callback_id, payload)
+
+    def complete_external_in_tx(
+        self, tx: Transaction, callback_id: Any, payload: Any = None
+    ) -> JobRow:
+        """:meth:`complete_external` inside ``tx`` (from ``client.transaction()``)."""
+        return self._callbacks.complete_external_in_tx(tx, callback_id, payload)
+
+    def fail_external(self, callback_id: Any, error: str) -> JobRow:
+        """Fail the job waiting on ``callback_id`` for good, whatever attempts remain.
+
+        ``error`` is recorded as a terminal error entry; ``on_exhausted_enqueue``
+        specs fire. Returns the ``failed`` row.
+        """
+        return self._callbacks.fail_external(callback_id, error)
+
+    def fail_external_in_tx(self, tx: Transaction, callback_id: Any, error: str) -> JobRow:
+        """:meth:`fail_external` inside ``tx`` (from ``client.transaction()``)."""
+        return self._callbacks.fail_external_in_tx(tx, callback_id, error)
+
+    def retry_external(self, callback_id: Any) -> JobRow:
+        """Run the parked job of ``callback_id`` again now, as its next attempt.
+
+        Applies to ``waiting_external`` only: the job becomes ``available`` with
+        ``run_at`` now, its queue is woken, and ``on_retried_enqueue`` specs fire.
+        The attempt count is kept, so ``max_attempts`` bounds how often an outside
+        sender can retry: when the parked attempt was the last one, the job is
+        exhausted instead (``failed``, ``on_exhausted_enqueue``). Returns the row.
+        """
+        return self._callbacks.retry_external(callback_id)
+
+    def retry_external_in_tx(self, tx: Transaction, callback_id: Any) -> JobRow:
+        """:meth:`retry_external` inside ``tx`` (from ``client.transaction()``)."""
+        return self._callbacks.retry_external_in_tx(tx, callback_id)
+
+    def resume_external(self, callback_id: Any, payload: Any = None) -> JobRow:
+        """Hand ``payload`` to the handler waiting in ``job.wait_for_callback``.
+
+        The job goes back to ``running`` (same attempt and run lease) and the
+        handler's ``wait_for_callback`` returns ``payload``. No event and no
+        follow-up: the handler produces the attempt's outcome. A job parked by
+        returning ``WaitForCallback`` has no handler left to take the payload: the
+        call raises :class:`wai.InvalidStateError` and changes nothing (use
+        ``complete_external``, ``fail_external`` or ``retry_external`` there).
+        """
+        return self._callbacks.resume_external(callback_id, payload)
+
+    def resume_external_in_tx(
+        self, tx: Transaction, callback_id: Any, payload: Any = None
+    ) -> JobRow:
+        """:meth:`resume_external` inside ``tx`` (from ``client.transaction()``)."""
+        return self._callbacks.resume_external_in_tx(tx, callback_id, payload)
+
+    def heartbeat_callback(self, callback_id: Any, timeout: float = 3600.0) -> JobRow:
+        """Push the timeout of ``callback_id`` out to ``timeout`` seconds from now.
+
+        For an external system that is still working; the job stays parked.
+        """
+        return self._callbacks.heartbeat_callback(callback_id, timeout)
+
+    def heartbeat_callback_in_tx(
+        self, tx: Transaction, callback_id: Any, timeout: float = 3600.0
+    ) -> JobRow:
+        """:meth:`heartbeat_callback` inside ``tx`` (from ``client.transaction()``)."""
+        return self._callbacks.heartbeat_callback_in_tx(tx, callback_id, timeout)
+
+    def resolve_callback(
+        self, callback_id: Any, payload: Any, default_action: str = "ignore"
+    ) -> CallbackResolution:
+        """Decide with the callback's CEL expressions what ``payload`` means, and apply it.
+
+        ``filter`` false ignores the payload (nothing changes); ``on_fail`` true
+        fails the job; ``on_complete`` true completes it with the payload shaped by
+        ``transform``; when neither matches, ``default_action`` (``"complete"``,
+        ``"fail"`` or ``"ignore"``) decides. Needs ``wai[cel]`` when expressions
+        were registered.
+        """
+        return self._callbacks.resolve_callback(callback_id, payload, default_action)
+
+    def resolve_callback_in_tx(
+        self, tx: Transaction, callback_id: Any, payload: Any, default_action: str = "ignore"
+    ) -> CallbackResolution:
+        """:meth:`resolve_callback` inside ``tx`` (from ``client.transaction()``)."""
+        return self._callbacks.resolve_callback_in_tx(tx, callback_id, payload, default_action)

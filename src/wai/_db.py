@@ -9,14 +9,12 @@ import operator
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, LiteralString
-from uuid import UUID
 
 from psycopg import Connection, sql
 from psycopg.rows import RowMaker, dict_row, tuple_row
 
 from wai._sql import query, validate_schema
 from wai.admin import QueueStats
-from wai.callbacks import CallbackExpressions
 from wai.inserts import NewJob, inserted_row
 from wai.instances import RuntimeInstance
 from wai.job import JobRow, JobState
@@ -25,24 +23,10 @@ from wai.outcomes import Outcome
 from wai.queues import QueueSettings
 
 __all__ = [
-    "callback_channel",
-    "callback_request_remember",
     "cancel_channel",
     "channel",
     "followup_specs_upsert",
     "job_age_priority",
-    "job_callback_complete",
-    "job_callback_fail",
-    "job_callback_heartbeat",
-    "job_callback_lock",
-    "job_callback_park_in_place",
-    "job_callback_parked",
-    "job_callback_register",
-    "job_callback_resume",
-    "job_callback_retry",
-    "job_callback_take",
-    "job_callback_unpark",
-    "job_callback_wait_specs",
     "job_cancel",
     "job_claim",
     "job_copy",
@@ -91,14 +75,6 @@ def cancel_channel(schema: str) -> str:
     The payload is ``{"job_id": ..., "run_lease": ...}``.
     """
     return f"{validate_schema(schema)}.cancel"
-
-
-def callback_channel(schema: str) -> str:
-    """The NOTIFY channel that wakes a handler waiting in place for its callback.
-
-    The payload is ``{"job_id": ..., "run_lease": ...}`` of the resolved job.
-    """
-    return f"{validate_schema(schema)}.callback"
 
 
 def _rows(
@@ -732,164 +708,3 @@ def job_age_priority(conn: Connection[Any], schema: str, limit: int) -> dict[str
     """Raise the priority of long-waiting jobs of aging queues; returns counts per queue."""
     cur = conn.execute(query("job_age_priority", schema), {"limit": limit})
     return {r[0]: r[1] for r in cur.fetchall()}
-
-
-# -- external callbacks ------------------------------------------------------------------
-
-
-def job_callback_register(
-    conn: Connection[Any],
-    schema: str,
-    *,
-    job_id: int,
-    run_lease: int,
-    callback_id: UUID,
-    timeout: float,
-    expressions: CallbackExpressions,
-) -> datetime | None:
-    """Give a running attempt a callback; its timeout, or None when the attempt is stale."""
-    cur = conn.execute(
-        query("job_callback_register", schema),
-        {
-            "id": job_id,
-            "run_lease": run_lease,
-            "callback_id": callback_id,
-            "timeout": timeout,
-            "filter": expressions.filter,
-            "on_complete": expressions.on_complete,
-            "on_fail": expressions.on_fail,
-            "transform": expressions.transform,
-        },
-    )
-    row = cur.fetchone()
-    return row[0] if row else None
-
-
-def job_callback_park_in_place(
-    conn: Connection[Any], schema: str, *, job_id: int, run_lease: int, callback_id: UUID
-) -> JobRow | None:
-    """Mark a handler waiting for ``callback_id`` as waiting_external; its row, or None."""
-    rows = _rows(
-        conn,
-        "job_callback_park_in_place",
-        schema,
-        {"id": job_id, "run_lease": run_lease, "callback_id": callback_id},
-    )
-    return rows[0] if rows else None
-
-
-def job_callback_wait_specs(
-    conn: Connection[Any], schema: str, *, job_id: int, run_lease: int
-) -> set[str]:
-    """Lineage spec names of the follow-ups of one attempt's waits in place."""
-    cur = conn.execute(
-        query("job_callback_wait_specs", schema), {"id": job_id, "run_lease": run_lease}
-    )
-    return {r[0] for r in cur.fetchall()}
-
-
-def job_callback_parked(conn: Connection[Any], schema: str, callback_id: UUID) -> int | None:
-    """The id of the job parked by ``WaitForCallback`` on ``callback_id``, if any."""
-    cur = conn.execute(query("job_callback_parked", schema), {"callback_id": callback_id})
-    rec = cur.fetchone()
-    return None if rec is None else int(rec[0])
-
-
-def job_callback_unpark(conn: Connection[Any], schema: str, *, job_id: int, run_lease: int) -> None:
-    """Put a handler that stopped waiting back to running."""
-    conn.execute(query("job_callback_unpark", schema), {"id": job_id, "run_lease": run_lease})
-
-
-def job_callback_take(
-    conn: Connection[Any], schema: str, *, job_id: int, run_lease: int
-) -> dict[str, Any] | None:
-    """The state, run_lease and callback_id of a job, and its resume payload if ``taken``."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(query("job_callback_take", schema), {"id": job_id, "run_lease": run_lease})
-        return cur.fetchone()
-
-
-def callback_request_remember(
-    conn: Connection[Any], schema: str, *, digest: bytes, ttl: float
-) -> bool:
-    """Remember a signed callback request for ``ttl`` seconds; False if it was seen (replay)."""
-    cur = conn.execute(query("callback_request_remember", schema), {"digest": digest, "ttl": ttl})
-    rec = cur.fetchone()
-    return bool(rec is not None and rec[0])
-
-
-def job_callback_lock(
-    conn: Connection[Any], schema: str, callback_id: UUID
-) -> tuple[JobRow, CallbackExpressions] | None:
-    """Lock the job of an unresolved callback; its row and CEL expressions."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(query("job_callback_lock", schema), {"callback_id": callback_id})
-        rec = cur.fetchone()
-    if rec is None:
-        return None
-    return JobRow.from_record(rec), CallbackExpressions.from_record(rec)
-
-
-def _resolved(
-    conn: Connection[Any], name: str, schema: str, params: dict[str, Any]
-) -> JobRow | None:
-    params["callback_channel"] = callback_channel(schema)
-    rows = _rows(conn, name, schema, params)
-    return rows[0] if rows else None
-
-
-def job_callback_complete(
-    conn: Connection[Any], schema: str, *, callback_id: UUID, payload: str | None
-) -> JobRow | None:
-    """Complete the job of ``callback_id`` storing ``payload`` (JSON); None if not found."""
-    return _resolved(
-        conn, "job_callback_complete", schema, {"callback_id": callback_id, "payload": payload}
-    )
-
-
-def job_callback_fail(
-    conn: Connection[Any],
-    schema: str,
-    *,
-    callback_id: UUID,
-    error: str,
-    expression: str | None,
-) -> JobRow | None:
-    """Fail the job of ``callback_id`` for good; None if not found."""
-    return _resolved(
-        conn,
-        "job_callback_fail",
-        schema,
-        {"callback_id": callback_id, "error": error, "expression": expression},
-    )
-
-
-def job_callback_retry(
-    conn: Connection[Any], schema: str, *, callback_id: UUID, error: str
-) -> JobRow | None:
-    """Make the parked job of ``callback_id`` available now; None if not found."""
-    return _resolved(
-        conn,
-        "job_callback_retry",
-        schema,
-        {"callback_id": callback_id, "error": error, "channel": channel(schema)},
-    )
-
-
-def job_callback_resume(
-    conn: Connection[Any], schema: str, *, callback_id: UUID, payload: str
-) -> JobRow | None:
-    """Hand ``payload`` (JSON) to the handler waiting on ``callback_id``; None if not found."""
-    return _resolved(
-        conn, "job_callback_resume", schema, {"callback_id": callback_id, "payload": payload}
-    )
-
-
-def job_callback_heartbeat(
-    conn: Connection[Any], schema: str, *, callback_id: UUID, timeout: float
-) -> JobRow | None:
-    """Extend the timeout of ``callback_id`` to now + ``timeout``; None if not found."""
-    rows = _rows(
-        conn, "job_callback_heartbeat", schema, {"callback_id": callback_id, "timeout": timeout}
-    )
-    return rows[0] if rows else None

@@ -19,6 +19,7 @@ from wai.callbacks import (
     payload_json,
     resolution_outcome,
 )
+from wai.callbacks import _queries as callback_db
 from wai.dlq import _queries as dlq_db
 from wai.dlq import failure_reason
 from wai.errors import FollowUpError, WaiError
@@ -202,21 +203,27 @@ def _resolve_row(conn: Connection[Any], schema: str, req: ResolveRequest) -> Job
     cid = req.callback_id
     match req.action:
         case "complete":
-            return db.job_callback_complete(conn, schema, callback_id=cid, payload=req.payload)
+            return callback_db.job_callback_complete(
+                conn, schema, callback_id=cid, payload=req.payload
+            )
         case "fail":
-            return db.job_callback_fail(
+            return callback_db.job_callback_fail(
                 conn, schema, callback_id=cid, error=req.error or "", expression=req.expression
             )
         case "retry":
-            return db.job_callback_retry(conn, schema, callback_id=cid, error=req.error or "")
+            return callback_db.job_callback_retry(
+                conn, schema, callback_id=cid, error=req.error or ""
+            )
         case "resume":
-            return db.job_callback_resume(
+            return callback_db.job_callback_resume(
                 conn, schema, callback_id=cid, payload=req.payload or "null"
             )
         case _:
             assert req.action == "heartbeat"
             assert req.timeout is not None
-            return db.job_callback_heartbeat(conn, schema, callback_id=cid, timeout=req.timeout)
+            return callback_db.job_callback_heartbeat(
+                conn, schema, callback_id=cid, timeout=req.timeout
+            )
 
 
 def _followups(
@@ -251,7 +258,7 @@ def apply_resolution(
     """
     with conn.transaction():
         if req.action == "resolve":
-            locked = db.job_callback_lock(conn, schema, req.callback_id)
+            locked = callback_db.job_callback_lock(conn, schema, req.callback_id)
             if locked is None:
                 raise req.not_found()
             row, expressions = locked

@@ -18,6 +18,7 @@ from wai.callbacks import (
     payload_json,
     resolution_outcome,
 )
+from wai.callbacks import _queries_async as callback_db
 from wai.dlq import _queries_async as dlq_db
 from wai.dlq import failure_reason
 from wai.errors import FollowUpError, WaiError
@@ -207,23 +208,25 @@ async def _resolve_row(
     cid = req.callback_id
     match req.action:
         case "complete":
-            return await db.job_callback_complete(
+            return await callback_db.job_callback_complete(
                 conn, schema, callback_id=cid, payload=req.payload
             )
         case "fail":
-            return await db.job_callback_fail(
+            return await callback_db.job_callback_fail(
                 conn, schema, callback_id=cid, error=req.error or "", expression=req.expression
             )
         case "retry":
-            return await db.job_callback_retry(conn, schema, callback_id=cid, error=req.error or "")
+            return await callback_db.job_callback_retry(
+                conn, schema, callback_id=cid, error=req.error or ""
+            )
         case "resume":
-            return await db.job_callback_resume(
+            return await callback_db.job_callback_resume(
                 conn, schema, callback_id=cid, payload=req.payload or "null"
             )
         case _:
             assert req.action == "heartbeat"
             assert req.timeout is not None
-            return await db.job_callback_heartbeat(
+            return await callback_db.job_callback_heartbeat(
                 conn, schema, callback_id=cid, timeout=req.timeout
             )
 
@@ -262,7 +265,7 @@ async def apply_resolution(
     """
     async with conn.transaction():
         if req.action == "resolve":
-            locked = await db.job_callback_lock(conn, schema, req.callback_id)
+            locked = await callback_db.job_callback_lock(conn, schema, req.callback_id)
             if locked is None:
                 raise req.not_found()
             row, expressions = locked

@@ -528,7 +528,7 @@ def _cmd_completion(args: argparse.Namespace, stack: contextlib.ExitStack) -> in
 
 
 def _cmd_callbacks_serve(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
-    from wai.callbacks_sign import check_secret
+    from wai.callbacks.signing import check_secret
 
     value = os.environ.get(args.secret_env)
     if not value:
@@ -537,7 +537,7 @@ def _cmd_callbacks_serve(args: argparse.Namespace, stack: contextlib.ExitStack) 
         )
     secret = check_secret(value.encode())  # a short secret is a usage error (exit 2)
     try:
-        from wai.ingress import serve
+        from wai.callbacks.ingress import serve
     except ImportError as exc:
         raise UsageError(str(exc)) from None
     client, _url = _load_runtime_app(args, stack)

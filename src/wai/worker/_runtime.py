@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from wai import _db_async as db
 from wai._logging import emit
+from wai.callbacks import _queries_async as callback_db
 from wai.context import AttemptState
 from wai.job import JobRow
 from wai.maintenance import (
@@ -144,7 +145,7 @@ class Runtime:
             self._wake_all,
             subscriptions={
                 db.cancel_channel(schema): self._on_cancel,
-                db.callback_channel(schema): self.callbacks.notify,
+                callback_db.callback_channel(schema): self.callbacks.notify,
             },
         )
         loops: list[tuple[str, Any]] = [
