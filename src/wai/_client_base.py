@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from types import TracebackType
-from typing import Any, LiteralString, Self, TypeVar
+from typing import Any, LiteralString, Self, TypeVar, overload
 
 import psycopg
 from psycopg import Connection, Cursor
@@ -18,7 +18,7 @@ from wai import _db as db
 from wai import _inserts_db as inserts_db
 from wai._connect import CONNECT_TIMEOUT, unreachable
 from wai._json import configure_sync
-from wai._registration import RegistrationMixin
+from wai._registration import KindOrType, register_hook, register_spec
 from wai._sql import validate_schema
 from wai._storable import check_text
 from wai._translate import migrate_command, translate_errors
@@ -96,8 +96,14 @@ class Transaction:
         return inserts_db.copy_batch(self.connection, self._client.schema, jobs)
 
 
-class ClientBase(RegistrationMixin):
-    """Connection pool, registry, producer, admin, callback, dead-letter and cron methods."""
+class ClientBase:
+    """The methods both clients share: pool, registration, inserts, jobs and queues.
+
+    Each feature's methods delegate to its package's operations object, built on
+    this client as its core (:class:`wai._core.ClientCore`): the
+    dead-letter queue to :mod:`wai.dlq`, periodic schedules to :mod:`wai.cron`,
+    the outbox to :mod:`wai.outbox`, callback resolutions to :mod:`wai.callbacks`.
+    """
 
     def __init__(
         self,
@@ -230,6 +236,101 @@ class ClientBase(RegistrationMixin):
             else build_args_job(item, default_queue=queue_of, default_max_attempts=max_attempts_of)
             for item in items
         ]
+
+    # -- hooks and follow-up specs ----------------------------------------------------
+    # Each works as a call, ``client.on_completed_enqueue(Signup, fn)``, and as a
+    # decorator, ``@client.on_completed_enqueue(Signup)``. Specs for one (kind, outcome)
+    # all fire, in registration order, one follow-up each. ``name=`` sets the spec's
+    # lineage name (default: the closure's qualified name).
+
+    @overload
+    def on_event(self, kind: KindOrType, fn: None = None) -> Callable[[F], F]: ...
+    @overload
+    def on_event(self, kind: KindOrType, fn: F) -> F: ...
+    def on_event(self, kind: KindOrType, fn: F | None = None) -> F | Callable[[F], F]:
+        """Observe the lifecycle events of a kind (``"*"``: every kind): best-effort, after commit.
+
+        ``fn(event)`` may be sync or async; it runs in the process that made the
+        transition, never blocks a worker slot, and may be lost on a crash. Use it
+        for metrics and logs, never for side effects that must happen.
+        """
+        return register_hook(self.registry, kind, fn)
+
+    def on_completed_enqueue(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Enqueue ``fn(args, job)``'s result with every completion, in the same transaction."""
+        return register_spec(self.registry, kind, "completed", fn, with_request=False, name=name)
+
+    def on_completed_enqueue_with(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Like :meth:`on_completed_enqueue`; ``fn`` returns a :class:`wai.EnqueueRequest`."""
+        return register_spec(self.registry, kind, "completed", fn, with_request=True, name=name)
+
+    def on_retried_enqueue(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Enqueue ``fn(args, job, error, attempt, next_run_at)``'s result on each retry."""
+        return register_spec(self.registry, kind, "retried", fn, with_request=False, name=name)
+
+    def on_retried_enqueue_with(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Like :meth:`on_retried_enqueue`; ``fn`` returns a :class:`wai.EnqueueRequest`."""
+        return register_spec(self.registry, kind, "retried", fn, with_request=True, name=name)
+
+    def on_exhausted_enqueue(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Enqueue ``fn(args, job, error, attempt)``'s result when the job fails for good."""
+        return register_spec(self.registry, kind, "exhausted", fn, with_request=False, name=name)
+
+    def on_exhausted_enqueue_with(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Like :meth:`on_exhausted_enqueue`; ``fn`` returns a :class:`wai.EnqueueRequest`."""
+        return register_spec(self.registry, kind, "exhausted", fn, with_request=True, name=name)
+
+    def on_cancelled_enqueue(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Enqueue ``fn(args, job, reason)``'s result when the job is cancelled."""
+        return register_spec(self.registry, kind, "cancelled", fn, with_request=False, name=name)
+
+    def on_cancelled_enqueue_with(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Like :meth:`on_cancelled_enqueue`; ``fn`` returns a :class:`wai.EnqueueRequest`."""
+        return register_spec(self.registry, kind, "cancelled", fn, with_request=True, name=name)
+
+    def on_waiting_for_callback_enqueue(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Enqueue ``fn(args, job)``'s result when the job parks for an external callback."""
+        return register_spec(
+            self.registry, kind, "waiting_for_callback", fn, with_request=False, name=name
+        )
+
+    def on_waiting_for_callback_enqueue_with(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Like :meth:`on_waiting_for_callback_enqueue`, returning a :class:`wai.EnqueueRequest`."""
+        return register_spec(
+            self.registry, kind, "waiting_for_callback", fn, with_request=True, name=name
+        )
+
+    def on_rescued_enqueue(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Enqueue ``fn(args, job, reason)``'s result when maintenance rescues an attempt."""
+        return register_spec(self.registry, kind, "rescued", fn, with_request=False, name=name)
+
+    def on_rescued_enqueue_with(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Like :meth:`on_rescued_enqueue`; ``fn`` returns a :class:`wai.EnqueueRequest`."""
+        return register_spec(self.registry, kind, "rescued", fn, with_request=True, name=name)
 
     # -- schema -----------------------------------------------------------------------
 
@@ -491,7 +592,7 @@ class ClientBase(RegistrationMixin):
             with translate_errors(self.schema):
                 return db.runtime_instance_list(conn, self.schema)
 
-    # -- dead-letter queue (wai.dlq) -------------------------------------------------------
+    # -- dead-letter queue (wai.dlq) --------------------------------------------------
 
     def list_dlq(
         self,
@@ -605,7 +706,7 @@ class ClientBase(RegistrationMixin):
 
     def purge_dlq_entry(self, job_id: int) -> None:
         """Delete one dead-letter entry for good; raises :class:`wai.JobNotFound`."""
-        return self._dlq.purge_dlq_entry(job_id)
+        self._dlq.purge_dlq_entry(job_id)
 
     def purge_dlq(
         self,
@@ -644,7 +745,7 @@ class ClientBase(RegistrationMixin):
         """How many dead-letter entries match the filters (what a bulk action would cover)."""
         return self._dlq.count_dlq(queue=queue, kind=kind, tag=tag, reason=reason)
 
-    # -- periodic schedules (wai.cron) -----------------------------------------------------
+    # -- periodic schedules (wai.cron) ------------------------------------------------
 
     def periodic(
         self,
@@ -676,7 +777,7 @@ class ClientBase(RegistrationMixin):
         zone, args or option raises :class:`wai.ValidationError`); the schedule is
         stored by name when the client starts (or on :meth:`upsert_cron`).
         """
-        return self._cron.periodic(
+        self._cron.periodic(
             name,
             expr,
             args,
@@ -728,9 +829,9 @@ class ClientBase(RegistrationMixin):
 
     def delete_cron(self, name: str) -> None:
         """Delete a stored schedule. A process that registers it stores it again on start."""
-        return self._cron.delete_cron(name)
+        self._cron.delete_cron(name)
 
-    # -- follow-up outbox (wai.outbox) -----------------------------------------------------
+    # -- follow-up outbox (wai.outbox) ------------------------------------------------
 
     def outbox_list(
         self,
@@ -771,7 +872,7 @@ class ClientBase(RegistrationMixin):
         """
         return self._outbox.outbox_discard(outbox_id)
 
-    # -- external callbacks (wai.callbacks) ------------------------------------------------
+    # -- external callbacks (wai.callbacks) -------------------------------------------
 
     def _resolved(self, resolved: Resolved) -> None:
         """After a resolution commits: the async client with a runtime fires hooks here."""
