@@ -19,15 +19,15 @@ SRC = ROOT / "src" / "wai"
 FILES = {
     "_db_async.py": "_db.py",
     "_inserts_db_async.py": "_inserts_db.py",
+    "_core_async.py": "_core.py",
     "_client_base_async.py": "_client_base.py",
     "_transitions_async.py": "_transitions.py",
     "callbacks/_queries_async.py": "callbacks/_queries.py",
     "callbacks/_ops_async.py": "callbacks/_ops.py",
-    "_core_async.py": "_core.py",
-    "dlq/_queries_async.py": "dlq/_queries.py",
-    "dlq/_ops_async.py": "dlq/_ops.py",
     "cron/_queries_async.py": "cron/_queries.py",
     "cron/_ops_async.py": "cron/_ops.py",
+    "dlq/_queries_async.py": "dlq/_queries.py",
+    "dlq/_ops_async.py": "dlq/_ops.py",
     "outbox/_queries_async.py": "outbox/_queries.py",
     "outbox/_ops_async.py": "outbox/_ops.py",
 }
@@ -53,6 +53,7 @@ SUBS = [
     (r"\bawait ", ""),
     (r"\b__aenter__\b", "__enter__"),
     (r"\b__aexit__\b", "__exit__"),
+    # module names; a feature package's _queries_async and _ops_async become _queries and _ops
     (r"\b_db_async\b", "_db"),
     (r"\b_inserts_db_async\b", "_inserts_db"),
     (r"\b_transitions_async\b", "_transitions"),

@@ -1,4 +1,8 @@
-"""The database seam: one function per named query, typed values in, models out."""
+"""The database seam of jobs, queues, leadership and maintenance: one function per named query.
+
+The queries of ``jobs.sql``, ``admin.sql``, ``leader.sql`` and ``maintenance.sql``; each feature
+package (:mod:`wai.dlq`, :mod:`wai.cron`, :mod:`wai.outbox`, :mod:`wai.callbacks`) has its own.
+"""
 
 from __future__ import annotations
 
