@@ -57,7 +57,7 @@ from tests.faults._cluster import PgCluster, bindir, free_port  # noqa: E402
 from tests.faults._contract import Db  # noqa: E402
 
 import wai  # noqa: E402
-from wai.callbacks_sign import callback_url, sign  # noqa: E402
+from wai.callbacks.signing import callback_url, sign  # noqa: E402
 
 DBNAME = "wai_chaos"
 SCHEDULE = "chaos-tick"

@@ -2,6 +2,8 @@
 
 Usage: ``python scripts/unasync.py`` rewrites the sync modules;
 ``python scripts/unasync.py --check`` exits 1 when one of them is stale.
+:data:`FILES` pairs each async source with its sync twin, by path under ``src/wai``; a
+source that does not exist is an error (a moved module left behind in the list).
 """
 
 from __future__ import annotations
@@ -16,15 +18,18 @@ SRC = ROOT / "src" / "wai"
 
 FILES = {
     "_db_async.py": "_db.py",
-    "_producer_async.py": "_producer.py",
+    "_inserts_db_async.py": "_inserts_db.py",
+    "_core_async.py": "_core.py",
     "_client_base_async.py": "_client_base.py",
     "_transitions_async.py": "_transitions.py",
-    "_callbacks_async.py": "_callbacks.py",
-    "_dlq_db_async.py": "_dlq_db.py",
-    "_dlq_async.py": "_dlq.py",
-    "_cron_db_async.py": "_cron_db.py",
-    "_cron_async.py": "_cron.py",
-    "_outbox_async.py": "_outbox.py",
+    "callbacks/_queries_async.py": "callbacks/_queries.py",
+    "callbacks/_ops_async.py": "callbacks/_ops.py",
+    "cron/_queries_async.py": "cron/_queries.py",
+    "cron/_ops_async.py": "cron/_ops.py",
+    "dlq/_queries_async.py": "dlq/_queries.py",
+    "dlq/_ops_async.py": "dlq/_ops.py",
+    "outbox/_queries_async.py": "outbox/_queries.py",
+    "outbox/_ops_async.py": "outbox/_ops.py",
 }
 
 SUBS = [
@@ -32,10 +37,11 @@ SUBS = [
     (r"\bAsyncConnection\b", "Connection"),
     (r"\bAsyncCursor\b", "Cursor"),
     (r"\bAsyncClientBase\b", "ClientBase"),
-    (r"\bAsyncCallbackMixin\b", "CallbackMixin"),
-    (r"\bAsyncDlqMixin\b", "DlqMixin"),
-    (r"\bAsyncCronMixin\b", "CronMixin"),
-    (r"\bAsyncOutboxMixin\b", "OutboxMixin"),
+    (r"\bAsyncCallbackOps\b", "CallbackOps"),
+    (r"\bAsyncClientCore\b", "ClientCore"),
+    (r"\bAsyncDlqOps\b", "DlqOps"),
+    (r"\bAsyncCronOps\b", "CronOps"),
+    (r"\bAsyncOutboxOps\b", "OutboxOps"),
     (r"\bAbstractAsyncContextManager\b", "AbstractContextManager"),
     (r"\bAsyncTransaction\b", "Transaction"),
     (r"\bAsyncIterator\b", "Iterator"),
@@ -47,15 +53,13 @@ SUBS = [
     (r"\bawait ", ""),
     (r"\b__aenter__\b", "__enter__"),
     (r"\b__aexit__\b", "__exit__"),
+    # module names; a feature package's _queries_async and _ops_async become _queries and _ops
     (r"\b_db_async\b", "_db"),
-    (r"\b_producer_async\b", "_producer"),
+    (r"\b_inserts_db_async\b", "_inserts_db"),
     (r"\b_transitions_async\b", "_transitions"),
-    (r"\b_callbacks_async\b", "_callbacks"),
-    (r"\b_dlq_db_async\b", "_dlq_db"),
-    (r"\b_dlq_async\b", "_dlq"),
-    (r"\b_cron_db_async\b", "_cron_db"),
-    (r"\b_cron_async\b", "_cron"),
-    (r"\b_outbox_async\b", "_outbox"),
+    (r"\b_core_async\b", "_core"),
+    (r"\b_queries_async\b", "_queries"),
+    (r"\b_ops_async\b", "_ops"),
     (r"\b_client_base_async\b", "_client_base"),
     (r"the async client \(source of the sync client\)", "the sync client"),
 ]
@@ -85,9 +89,14 @@ def convert(source: str, name: str) -> str:
 
 def main(argv: list[str]) -> int:
     check = "--check" in argv
+    missing = [name for name in FILES if not (SRC / name).is_file()]
+    for name in missing:
+        print(f"src/wai/{name}: no such async source (update FILES)", file=sys.stderr)
+    if missing:
+        return 1
     stale: list[str] = []
     for src_name, dst_name in FILES.items():
-        expected = convert((SRC / src_name).read_text(), src_name)
+        expected = convert((SRC / src_name).read_text(), Path(src_name).name)
         dst = SRC / dst_name
         if dst.exists() and dst.read_text() == expected:
             continue

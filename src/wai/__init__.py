@@ -10,6 +10,7 @@ from wai.admin import QueueStats
 from wai.callbacks import CallbackResolution
 from wai.client import AsyncClient, Client
 from wai.context import Job
+from wai.cron import Schedule
 from wai.dlq import DlqEntry
 from wai.errors import (
     CallbackNotFound,
@@ -35,7 +36,6 @@ from wai.instances import RuntimeInstance
 from wai.job import JobRow, JobState, Trigger
 from wai.kinds import KindDefaults, kind
 from wai.outbox import OutboxEntry, OutboxStats
-from wai.periodic import Schedule
 from wai.queues import QueueConfig
 from wai.results import CallbackToken, Cancel, RetryAfter, Snooze, WaitForCallback
 from wai.unique import UniqueOpts

@@ -8,22 +8,17 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from types import TracebackType
-from typing import Any, LiteralString, Self, TypeVar
+from typing import Any, LiteralString, Self, TypeVar, overload
 
 import psycopg
 from psycopg import Connection, Cursor
 from psycopg_pool import ConnectionPool
 
 from wai import _db as db
-from wai import _dlq_db as dlq_db
-from wai import _producer as producer
-from wai._callbacks import CallbackMixin
+from wai import _inserts_db as inserts_db
 from wai._connect import CONNECT_TIMEOUT, unreachable
-from wai._cron import CronMixin
-from wai._dlq import DlqMixin
 from wai._json import configure_sync
-from wai._outbox import OutboxMixin
-from wai._registration import RegistrationMixin
+from wai._registration import KindOrType, register_hook, register_spec
 from wai._sql import validate_schema
 from wai._storable import check_text
 from wai._translate import migrate_command, translate_errors
@@ -34,11 +29,20 @@ from wai.admin import (
     check_job_id,
     rejected,
 )
+from wai.callbacks import CallbackResolution, Resolved
+from wai.callbacks._ops import CallbackOps
+from wai.cron import Schedule
+from wai.cron._ops import CronOps
+from wai.dlq import DlqEntry
+from wai.dlq import _queries as dlq_db
+from wai.dlq._ops import DlqOps, Progress
 from wai.errors import JobNotFound, NoDatabaseURL, SchemaNotMigrated, ValidationError
 from wai.inserts import EnqueueRequest, NewJob, build_args_job, build_job, validate_queue
 from wai.instances import RuntimeInstance
 from wai.job import JobRow, JobState
 from wai.migrate import migrations
+from wai.outbox import OutboxEntry, OutboxStats
+from wai.outbox._ops import OutboxOps
 from wai.registry import Registry
 from wai.unique import UniqueOpts
 
@@ -79,21 +83,27 @@ class Transaction:
     def insert(self, args: Any, **options: Any) -> JobRow:
         """Insert a job inside the transaction; same options as ``client.insert``."""
         job = self._client.build(EnqueueRequest(args, **options))
-        return producer.insert_one(self.connection, self._client.schema, job)
+        return inserts_db.insert_one(self.connection, self._client.schema, job)
 
     def insert_many(self, items: Iterable[Any]) -> list[JobRow]:
         """Insert many jobs inside the transaction; same items as ``client.insert_many``."""
         jobs = self._client.build_many(items)
-        return producer.insert_batch(self.connection, self._client.schema, jobs)
+        return inserts_db.insert_batch(self.connection, self._client.schema, jobs)
 
     def copy_many(self, items: Iterable[Any]) -> int:
         """Bulk-load jobs inside the transaction; same items as ``client.copy_many``."""
         jobs = self._client.build_many(items)
-        return producer.copy_batch(self.connection, self._client.schema, jobs)
+        return inserts_db.copy_batch(self.connection, self._client.schema, jobs)
 
 
-class ClientBase(RegistrationMixin, CallbackMixin, DlqMixin, CronMixin, OutboxMixin):
-    """Connection pool, registry, producer, admin, callback, dead-letter and cron methods."""
+class ClientBase:
+    """The methods both clients share: pool, registration, inserts, jobs and queues.
+
+    Each feature's methods delegate to its package's operations object, built on
+    this client as its core (:class:`wai._core.ClientCore`): the
+    dead-letter queue to :mod:`wai.dlq`, periodic schedules to :mod:`wai.cron`,
+    the outbox to :mod:`wai.outbox`, callback resolutions to :mod:`wai.callbacks`.
+    """
 
     def __init__(
         self,
@@ -122,6 +132,10 @@ class ClientBase(RegistrationMixin, CallbackMixin, DlqMixin, CronMixin, OutboxMi
             name=f"wai-{self.schema}",
         )
         self._opened = False
+        self._dlq = DlqOps(self)
+        self._cron = CronOps(self)
+        self._outbox = OutboxOps(self)
+        self._callbacks = CallbackOps(self, self._resolved)
 
     def open(self) -> None:
         """Open the connection pool (done for you on first use).
@@ -223,6 +237,101 @@ class ClientBase(RegistrationMixin, CallbackMixin, DlqMixin, CronMixin, OutboxMi
             for item in items
         ]
 
+    # -- hooks and follow-up specs ----------------------------------------------------
+    # Each works as a call, ``client.on_completed_enqueue(Signup, fn)``, and as a
+    # decorator, ``@client.on_completed_enqueue(Signup)``. Specs for one (kind, outcome)
+    # all fire, in registration order, one follow-up each. ``name=`` sets the spec's
+    # lineage name (default: the closure's qualified name).
+
+    @overload
+    def on_event(self, kind: KindOrType, fn: None = None) -> Callable[[F], F]: ...
+    @overload
+    def on_event(self, kind: KindOrType, fn: F) -> F: ...
+    def on_event(self, kind: KindOrType, fn: F | None = None) -> F | Callable[[F], F]:
+        """Observe the lifecycle events of a kind (``"*"``: every kind): best-effort, after commit.
+
+        ``fn(event)`` may be sync or async; it runs in the process that made the
+        transition, never blocks a worker slot, and may be lost on a crash. Use it
+        for metrics and logs, never for side effects that must happen.
+        """
+        return register_hook(self.registry, kind, fn)
+
+    def on_completed_enqueue(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Enqueue ``fn(args, job)``'s result with every completion, in the same transaction."""
+        return register_spec(self.registry, kind, "completed", fn, with_request=False, name=name)
+
+    def on_completed_enqueue_with(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Like :meth:`on_completed_enqueue`; ``fn`` returns a :class:`wai.EnqueueRequest`."""
+        return register_spec(self.registry, kind, "completed", fn, with_request=True, name=name)
+
+    def on_retried_enqueue(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Enqueue ``fn(args, job, error, attempt, next_run_at)``'s result on each retry."""
+        return register_spec(self.registry, kind, "retried", fn, with_request=False, name=name)
+
+    def on_retried_enqueue_with(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Like :meth:`on_retried_enqueue`; ``fn`` returns a :class:`wai.EnqueueRequest`."""
+        return register_spec(self.registry, kind, "retried", fn, with_request=True, name=name)
+
+    def on_exhausted_enqueue(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Enqueue ``fn(args, job, error, attempt)``'s result when the job fails for good."""
+        return register_spec(self.registry, kind, "exhausted", fn, with_request=False, name=name)
+
+    def on_exhausted_enqueue_with(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Like :meth:`on_exhausted_enqueue`; ``fn`` returns a :class:`wai.EnqueueRequest`."""
+        return register_spec(self.registry, kind, "exhausted", fn, with_request=True, name=name)
+
+    def on_cancelled_enqueue(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Enqueue ``fn(args, job, reason)``'s result when the job is cancelled."""
+        return register_spec(self.registry, kind, "cancelled", fn, with_request=False, name=name)
+
+    def on_cancelled_enqueue_with(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Like :meth:`on_cancelled_enqueue`; ``fn`` returns a :class:`wai.EnqueueRequest`."""
+        return register_spec(self.registry, kind, "cancelled", fn, with_request=True, name=name)
+
+    def on_waiting_for_callback_enqueue(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Enqueue ``fn(args, job)``'s result when the job parks for an external callback."""
+        return register_spec(
+            self.registry, kind, "waiting_for_callback", fn, with_request=False, name=name
+        )
+
+    def on_waiting_for_callback_enqueue_with(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Like :meth:`on_waiting_for_callback_enqueue`, returning a :class:`wai.EnqueueRequest`."""
+        return register_spec(
+            self.registry, kind, "waiting_for_callback", fn, with_request=True, name=name
+        )
+
+    def on_rescued_enqueue(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Enqueue ``fn(args, job, reason)``'s result when maintenance rescues an attempt."""
+        return register_spec(self.registry, kind, "rescued", fn, with_request=False, name=name)
+
+    def on_rescued_enqueue_with(
+        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
+    ) -> Any:
+        """Like :meth:`on_rescued_enqueue`; ``fn`` returns a :class:`wai.EnqueueRequest`."""
+        return register_spec(self.registry, kind, "rescued", fn, with_request=True, name=name)
+
     # -- schema -----------------------------------------------------------------------
 
     def migrate(self) -> list[int]:
@@ -289,7 +398,7 @@ class ClientBase(RegistrationMixin, CallbackMixin, DlqMixin, CronMixin, OutboxMi
         # transaction).
         conn = self.pool.getconn()
         try:
-            return producer.insert_one(conn, self.schema, job)
+            return inserts_db.insert_one(conn, self.schema, job)
         finally:
             self.pool.putconn(conn)
 
@@ -300,10 +409,10 @@ class ClientBase(RegistrationMixin, CallbackMixin, DlqMixin, CronMixin, OutboxMi
         with self.pool.connection() as conn:
             if all(job.unique_key is None for job in jobs):
                 # one statement, atomic on its own: no BEGIN and COMMIT round trips
-                return producer.insert_batch(conn, self.schema, jobs)
+                return inserts_db.insert_batch(conn, self.schema, jobs)
             # a held key is looked up, and a conflict raised, after the insert: undo it then
             with conn.transaction():
-                return producer.insert_batch(conn, self.schema, jobs)
+                return inserts_db.insert_batch(conn, self.schema, jobs)
 
     def copy_many(self, items: Iterable[Any]) -> int:
         """Bulk-load jobs with ``COPY``; returns how many were written.
@@ -317,7 +426,7 @@ class ClientBase(RegistrationMixin, CallbackMixin, DlqMixin, CronMixin, OutboxMi
         jobs = self.build_many(items)
         self.open()
         with self.pool.connection() as conn, conn.transaction():
-            return producer.copy_batch(conn, self.schema, jobs)
+            return inserts_db.copy_batch(conn, self.schema, jobs)
 
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
@@ -482,3 +591,380 @@ class ClientBase(RegistrationMixin, CallbackMixin, DlqMixin, CronMixin, OutboxMi
         with self.connection() as conn:
             with translate_errors(self.schema):
                 return db.runtime_instance_list(conn, self.schema)
+
+    # -- dead-letter queue (wai.dlq) --------------------------------------------------
+
+    def list_dlq(
+        self,
+        *,
+        queue: str | None = None,
+        kind: str | None = None,
+        tag: str | None = None,
+        reason: str | None = None,
+        limit: int = 100,
+        before: str | None = None,
+    ) -> list[DlqEntry]:
+        """Dead-lettered jobs, newest first; pass the last entry's ``.cursor`` as ``before``."""
+        return self._dlq.list_dlq(
+            queue=queue, kind=kind, tag=tag, reason=reason, limit=limit, before=before
+        )
+
+    def get_dlq_entry(self, job_id: int) -> DlqEntry:
+        """The dead-letter entry of job ``job_id``; raises :class:`wai.JobNotFound`."""
+        return self._dlq.get_dlq_entry(job_id)
+
+    def dlq_depth(self, queue: str | None = None) -> int:
+        """How many jobs are dead-lettered, in ``queue`` or in all queues."""
+        return self._dlq.dlq_depth(queue)
+
+    def dlq_depths(self) -> dict[str, int]:
+        """Dead-lettered jobs per queue (queues without any are left out)."""
+        return self._dlq.dlq_depths()
+
+    def retry_from_dlq(
+        self,
+        job_id: int,
+        *,
+        queue: str | None = None,
+        priority: int | None = None,
+        run_at: datetime | None = None,
+    ) -> JobRow:
+        """Put a dead-lettered job back to run; returns its row.
+
+        The job keeps its id, errors, metadata, run lease and lineage, and gets a
+        fresh retry budget (``attempt`` 0). It becomes ``available`` now, or
+        ``scheduled`` for a future ``run_at``; ``queue`` and ``priority`` move or
+        re-prioritise it. Raises :class:`wai.JobNotFound` when it is not
+        dead-lettered, and :class:`wai.UniqueConflict` (the entry stays) when a
+        live job holds its unique key.
+        """
+        return self._dlq.retry_from_dlq(job_id, queue=queue, priority=priority, run_at=run_at)
+
+    def bulk_retry_from_dlq(
+        self,
+        *,
+        queue: str | None = None,
+        kind: str | None = None,
+        tag: str | None = None,
+        reason: str | None = None,
+        all: bool = False,
+        to_queue: str | None = None,
+        priority: int | None = None,
+        run_at: datetime | None = None,
+        batch_size: int = 1000,
+        on_progress: Progress | None = None,
+    ) -> int:
+        """Retry every dead-lettered job matching the filters, oldest first; returns how many.
+
+        Like :meth:`retry_from_dlq` for each entry (``to_queue``, ``priority`` and
+        ``run_at`` apply to all). Entries whose unique key a live job holds stay and
+        are not counted; so do entries that arrive after the call started (a retried
+        job that fails again is not retried twice).
+        """
+        return self._dlq.bulk_retry_from_dlq(
+            queue=queue,
+            kind=kind,
+            tag=tag,
+            reason=reason,
+            all=all,
+            to_queue=to_queue,
+            priority=priority,
+            run_at=run_at,
+            batch_size=batch_size,
+            on_progress=on_progress,
+        )
+
+    def move_to_dlq(self, job_id: int, reason: str = "manual") -> DlqEntry:
+        """Move a ``failed`` job to the dead-letter queue, whatever its queue's policy.
+
+        Raises :class:`wai.JobNotFound`, or :class:`wai.InvalidStateError` when
+        the job is not ``failed``.
+        """
+        return self._dlq.move_to_dlq(job_id, reason)
+
+    def bulk_move_to_dlq(
+        self,
+        *,
+        queue: str | None = None,
+        kind: str | None = None,
+        tag: str | None = None,
+        all: bool = False,
+        reason: str = "manual",
+        batch_size: int = 1000,
+        on_progress: Progress | None = None,
+    ) -> int:
+        """Move every ``failed`` job matching the filters to the dead-letter queue."""
+        return self._dlq.bulk_move_to_dlq(
+            queue=queue,
+            kind=kind,
+            tag=tag,
+            all=all,
+            reason=reason,
+            batch_size=batch_size,
+            on_progress=on_progress,
+        )
+
+    def purge_dlq_entry(self, job_id: int) -> None:
+        """Delete one dead-letter entry for good; raises :class:`wai.JobNotFound`."""
+        self._dlq.purge_dlq_entry(job_id)
+
+    def purge_dlq(
+        self,
+        *,
+        queue: str | None = None,
+        kind: str | None = None,
+        tag: str | None = None,
+        reason: str | None = None,
+        all: bool = False,
+        batch_size: int = 1000,
+        on_progress: Progress | None = None,
+    ) -> int:
+        """Delete every dead-letter entry matching the filters; returns how many.
+
+        Without a filter it deletes nothing and raises :class:`wai.ValidationError`
+        unless ``all=True``.
+        """
+        return self._dlq.purge_dlq(
+            queue=queue,
+            kind=kind,
+            tag=tag,
+            reason=reason,
+            all=all,
+            batch_size=batch_size,
+            on_progress=on_progress,
+        )
+
+    def count_dlq(
+        self,
+        *,
+        queue: str | None = None,
+        kind: str | None = None,
+        tag: str | None = None,
+        reason: str | None = None,
+    ) -> int:
+        """How many dead-letter entries match the filters (what a bulk action would cover)."""
+        return self._dlq.count_dlq(queue=queue, kind=kind, tag=tag, reason=reason)
+
+    # -- periodic schedules (wai.cron) ------------------------------------------------
+
+    def periodic(
+        self,
+        name: str,
+        expr: str,
+        args: Any,
+        *,
+        timezone: str = "UTC",
+        kind: str | None = None,
+        queue: str | None = None,
+        priority: int = 2,
+        max_attempts: int | None = None,
+        tags: Iterable[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        missed_fire_policy: str = "coalesce",
+    ) -> None:
+        """Register a periodic schedule: enqueue ``args`` at every fire time of ``expr``.
+
+        ``expr`` is a 5-field (``"*/5 * * * *"``) or 6-field (leading seconds)
+        cron expression, or a macro such as ``"@daily"``, read in the IANA time
+        zone ``timezone``. The job's queue and ``max_attempts`` default to what the
+        args type declares (``@wai.kind``), else to the kind's registered task (when
+        the schedule is stored), else ``"default"`` and 25. ``missed_fire_policy``
+        says what a schedule owes for fire times it missed (maintenance down,
+        schedule paused): ``"coalesce"`` enqueues one job for the latest of them,
+        ``"catch_up"`` one per fire time, in order.
+
+        Registration validates everything at once (an invalid expression, time
+        zone, args or option raises :class:`wai.ValidationError`); the schedule is
+        stored by name when the client starts (or on :meth:`upsert_cron`).
+        """
+        self._cron.periodic(
+            name,
+            expr,
+            args,
+            timezone=timezone,
+            kind=kind,
+            queue=queue,
+            priority=priority,
+            max_attempts=max_attempts,
+            tags=tags,
+            metadata=metadata,
+            missed_fire_policy=missed_fire_policy,
+        )
+
+    def upsert_cron(self) -> list[str]:
+        """Store the schedules registered with :meth:`periodic`; returns their names.
+
+        New schedules start counting from now; existing ones get the registered
+        expression, zone, args and options while their cursor and pause stay.
+        ``start()`` calls this for you.
+        """
+        return self._cron.upsert_cron()
+
+    def list_cron(self) -> list[Schedule]:
+        """Every stored schedule, by name, with its next fire time."""
+        return self._cron.list_cron()
+
+    def get_cron(self, name: str) -> Schedule:
+        """One stored schedule; raises :class:`wai.ScheduleNotFound`."""
+        return self._cron.get_cron(name)
+
+    def pause_cron(self, name: str) -> Schedule:
+        """Stop a schedule from firing until :meth:`resume_cron`; redeploys keep it paused."""
+        return self._cron.pause_cron(name)
+
+    def resume_cron(self, name: str) -> Schedule:
+        """Let a paused schedule fire again.
+
+        The fire times it missed while paused are owed by its missed-fire
+        policy: one job for ``coalesce``, one per fire time for ``catch_up``.
+        """
+        return self._cron.resume_cron(name)
+
+    def trigger_cron(self, name: str) -> JobRow:
+        """Enqueue one job of the schedule now, even while paused; its cursor stays.
+
+        The job's ``metadata["wai.cron"]`` has ``"manual": true``.
+        """
+        return self._cron.trigger_cron(name)
+
+    def delete_cron(self, name: str) -> None:
+        """Delete a stored schedule. A process that registers it stores it again on start."""
+        self._cron.delete_cron(name)
+
+    # -- follow-up outbox (wai.outbox) ------------------------------------------------
+
+    def outbox_list(
+        self,
+        *,
+        state: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        after_id: int | None = None,
+    ) -> list[OutboxEntry]:
+        """Outbox rows, oldest first, each with its attempts and last error.
+
+        ``state`` is None (every row), ``"pending"`` or ``"failed"``; ``kind``
+        keeps the rows of one trigger kind; ``after_id`` continues after the
+        last entry of a full page.
+        """
+        return self._outbox.outbox_list(state=state, kind=kind, limit=limit, after_id=after_id)
+
+    def outbox_stats(self) -> OutboxStats:
+        """How many outbox rows are pending and how many failed (see :class:`wai.OutboxStats`)."""
+        return self._outbox.outbox_stats()
+
+    def outbox_retry(self, outbox_id: int) -> OutboxEntry:
+        """Make outbox row ``outbox_id`` due now, with a fresh budget of attempts.
+
+        A failed row becomes pending again; ``attempts`` restarts at 0 and
+        ``last_error`` stays until the next attempt replaces it (or the row is
+        dispatched and deleted). The next sweep of a process holding specs for its
+        kind and outcome dispatches it. Raises :class:`wai.OutboxRowNotFound` when
+        no row has that id (it may have been dispatched meanwhile).
+        """
+        return self._outbox.outbox_retry(outbox_id)
+
+    def outbox_discard(self, outbox_id: int) -> bool:
+        """Delete outbox row ``outbox_id``: its follow-ups will never be inserted.
+
+        Returns whether the row existed. Waits for a sweeper dispatching the row
+        right now; if that dispatch succeeded, there is nothing left to discard.
+        """
+        return self._outbox.outbox_discard(outbox_id)
+
+    # -- external callbacks (wai.callbacks) -------------------------------------------
+
+    def _resolved(self, resolved: Resolved) -> None:
+        """After a resolution commits: the async client with a runtime fires hooks here."""
+
+    def complete_external(self, callback_id: Any, payload: Any = None) -> JobRow:
+        """Complete the job waiting on ``callback_id``; returns its ``completed`` row.
+
+        Applies to a parked (``waiting_external``) job, and to a ``running`` one
+        whose handler registered the callback but has not parked yet (the late
+        park is then fenced). ``payload`` (JSON) is kept as ``row.callback_result``.
+        """
+        return self._callbacks.complete_external(callback_id, payload)
+
+    def complete_external_in_tx(
+        self, tx: Transaction, callback_id: Any, payload: Any = None
+    ) -> JobRow:
+        """:meth:`complete_external` inside ``tx`` (from ``client.transaction()``)."""
+        return self._callbacks.complete_external_in_tx(tx, callback_id, payload)
+
+    def fail_external(self, callback_id: Any, error: str) -> JobRow:
+        """Fail the job waiting on ``callback_id`` for good, whatever attempts remain.
+
+        ``error`` is recorded as a terminal error entry; ``on_exhausted_enqueue``
+        specs fire. Returns the ``failed`` row.
+        """
+        return self._callbacks.fail_external(callback_id, error)
+
+    def fail_external_in_tx(self, tx: Transaction, callback_id: Any, error: str) -> JobRow:
+        """:meth:`fail_external` inside ``tx`` (from ``client.transaction()``)."""
+        return self._callbacks.fail_external_in_tx(tx, callback_id, error)
+
+    def retry_external(self, callback_id: Any) -> JobRow:
+        """Run the parked job of ``callback_id`` again now, as its next attempt.
+
+        Applies to ``waiting_external`` only: the job becomes ``available`` with
+        ``run_at`` now, its queue is woken, and ``on_retried_enqueue`` specs fire.
+        The attempt count is kept, so ``max_attempts`` bounds how often an outside
+        sender can retry: when the parked attempt was the last one, the job is
+        exhausted instead (``failed``, ``on_exhausted_enqueue``). Returns the row.
+        """
+        return self._callbacks.retry_external(callback_id)
+
+    def retry_external_in_tx(self, tx: Transaction, callback_id: Any) -> JobRow:
+        """:meth:`retry_external` inside ``tx`` (from ``client.transaction()``)."""
+        return self._callbacks.retry_external_in_tx(tx, callback_id)
+
+    def resume_external(self, callback_id: Any, payload: Any = None) -> JobRow:
+        """Hand ``payload`` to the handler waiting in ``job.wait_for_callback``.
+
+        The job goes back to ``running`` (same attempt and run lease) and the
+        handler's ``wait_for_callback`` returns ``payload``. No event and no
+        follow-up: the handler produces the attempt's outcome. A job parked by
+        returning ``WaitForCallback`` has no handler left to take the payload: the
+        call raises :class:`wai.InvalidStateError` and changes nothing (use
+        ``complete_external``, ``fail_external`` or ``retry_external`` there).
+        """
+        return self._callbacks.resume_external(callback_id, payload)
+
+    def resume_external_in_tx(
+        self, tx: Transaction, callback_id: Any, payload: Any = None
+    ) -> JobRow:
+        """:meth:`resume_external` inside ``tx`` (from ``client.transaction()``)."""
+        return self._callbacks.resume_external_in_tx(tx, callback_id, payload)
+
+    def heartbeat_callback(self, callback_id: Any, timeout: float = 3600.0) -> JobRow:
+        """Push the timeout of ``callback_id`` out to ``timeout`` seconds from now.
+
+        For an external system that is still working; the job stays parked.
+        """
+        return self._callbacks.heartbeat_callback(callback_id, timeout)
+
+    def heartbeat_callback_in_tx(
+        self, tx: Transaction, callback_id: Any, timeout: float = 3600.0
+    ) -> JobRow:
+        """:meth:`heartbeat_callback` inside ``tx`` (from ``client.transaction()``)."""
+        return self._callbacks.heartbeat_callback_in_tx(tx, callback_id, timeout)
+
+    def resolve_callback(
+        self, callback_id: Any, payload: Any, default_action: str = "ignore"
+    ) -> CallbackResolution:
+        """Decide with the callback's CEL expressions what ``payload`` means, and apply it.
+
+        ``filter`` false ignores the payload (nothing changes); ``on_fail`` true
+        fails the job; ``on_complete`` true completes it with the payload shaped by
+        ``transform``; when neither matches, ``default_action`` (``"complete"``,
+        ``"fail"`` or ``"ignore"``) decides. Needs ``wai[cel]`` when expressions
+        were registered.
+        """
+        return self._callbacks.resolve_callback(callback_id, payload, default_action)
+
+    def resolve_callback_in_tx(
+        self, tx: Transaction, callback_id: Any, payload: Any, default_action: str = "ignore"
+    ) -> CallbackResolution:
+        """:meth:`resolve_callback` inside ``tx`` (from ``client.transaction()``)."""
+        return self._callbacks.resolve_callback_in_tx(tx, callback_id, payload, default_action)

@@ -1,4 +1,8 @@
-"""The database seam: one function per named query, typed values in, models out."""
+"""The database seam of jobs, queues, leadership and maintenance: one function per named query.
+
+The queries of ``jobs.sql``, ``admin.sql``, ``leader.sql`` and ``maintenance.sql``; each feature
+package (:mod:`wai.dlq`, :mod:`wai.cron`, :mod:`wai.outbox`, :mod:`wai.callbacks`) has its own.
+"""
 
 from __future__ import annotations
 
@@ -8,41 +12,24 @@ import operator
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, LiteralString
-from uuid import UUID
 
 from psycopg import AsyncConnection, sql
 from psycopg.rows import RowMaker, dict_row, tuple_row
 
 from wai._sql import query, validate_schema
 from wai.admin import QueueStats
-from wai.callbacks import CallbackExpressions
 from wai.inserts import NewJob, inserted_row
 from wai.instances import RuntimeInstance
 from wai.job import JobRow, JobState
 from wai.migrate import Migration, ledger_sql, lock_key, pending
-from wai.outbox import OutboxEntry, OutboxStats
 from wai.outcomes import Outcome
 from wai.queues import QueueSettings
 
 __all__ = [
-    "callback_channel",
-    "callback_request_remember",
     "cancel_channel",
     "channel",
     "followup_specs_upsert",
     "job_age_priority",
-    "job_callback_complete",
-    "job_callback_fail",
-    "job_callback_heartbeat",
-    "job_callback_lock",
-    "job_callback_park_in_place",
-    "job_callback_parked",
-    "job_callback_register",
-    "job_callback_resume",
-    "job_callback_retry",
-    "job_callback_take",
-    "job_callback_unpark",
-    "job_callback_wait_specs",
     "job_cancel",
     "job_claim",
     "job_copy",
@@ -67,16 +54,7 @@ __all__ = [
     "leader_resign",
     "migrate_applied",
     "migrate_apply",
-    "outbox_backoff",
-    "outbox_delete",
     "outbox_delete_expired",
-    "outbox_discard",
-    "outbox_dispatched_specs",
-    "outbox_insert",
-    "outbox_list",
-    "outbox_lock_due",
-    "outbox_retry",
-    "outbox_stats",
     "queue_drain",
     "queue_pause",
     "queue_resume",
@@ -100,14 +78,6 @@ def cancel_channel(schema: str) -> str:
     The payload is ``{"job_id": ..., "run_lease": ...}``.
     """
     return f"{validate_schema(schema)}.cancel"
-
-
-def callback_channel(schema: str) -> str:
-    """The NOTIFY channel that wakes a handler waiting in place for its callback.
-
-    The payload is ``{"job_id": ..., "run_lease": ...}`` of the resolved job.
-    """
-    return f"{validate_schema(schema)}.callback"
 
 
 async def _rows(
@@ -751,263 +721,3 @@ async def job_age_priority(conn: AsyncConnection[Any], schema: str, limit: int) 
     """Raise the priority of long-waiting jobs of aging queues; returns counts per queue."""
     cur = await conn.execute(query("job_age_priority", schema), {"limit": limit})
     return {r[0]: r[1] for r in await cur.fetchall()}
-
-
-async def outbox_lock_due(
-    conn: AsyncConnection[Any], schema: str, *, pairs: Sequence[tuple[str, str]], limit: int
-) -> list[dict[str, Any]]:
-    """Lock due outbox rows of the given (kind, outcome) pairs (in the caller's transaction)."""
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(
-            query("outbox_lock_due", schema),
-            {"kinds": [p[0] for p in pairs], "outcomes": [p[1] for p in pairs], "limit": limit},
-        )
-        return await cur.fetchall()
-
-
-async def outbox_dispatched_specs(
-    conn: AsyncConnection[Any], schema: str, *, job_id: int, run_lease: int, outcome: str
-) -> set[str]:
-    """Names of the specs whose follow-up already exists for one trigger attempt."""
-    cur = await conn.execute(
-        query("outbox_dispatched_specs", schema),
-        {"job_id": job_id, "run_lease": run_lease, "outcome": outcome},
-    )
-    return {r[0] for r in await cur.fetchall()}
-
-
-async def outbox_delete(conn: AsyncConnection[Any], schema: str, *, outbox_id: int) -> None:
-    """Remove a dispatched outbox row."""
-    await conn.execute(query("outbox_delete", schema), {"id": outbox_id})
-
-
-async def outbox_backoff(
-    conn: AsyncConnection[Any], schema: str, *, outbox_id: int, error: str, max_attempts: int
-) -> None:
-    """Record a failed dispatch: retried later, or failed at ``max_attempts`` failures."""
-    await conn.execute(
-        query("outbox_backoff", schema),
-        {"id": outbox_id, "error": error, "max_attempts": max_attempts},
-    )
-
-
-async def outbox_list(
-    conn: AsyncConnection[Any],
-    schema: str,
-    *,
-    state: str | None = None,
-    kind: str | None = None,
-    after: int | None = None,
-    limit: int,
-) -> list[OutboxEntry]:
-    """Outbox rows (all, ``pending`` or ``failed``; of one kind), oldest first."""
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(
-            query("outbox_list", schema),
-            {"state": state, "kind": kind, "after": after, "limit": limit},
-        )
-        return [OutboxEntry.from_record(r) for r in await cur.fetchall()]
-
-
-async def outbox_stats(conn: AsyncConnection[Any], schema: str) -> OutboxStats:
-    """How many outbox rows are pending and failed."""
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(query("outbox_stats", schema))
-        rec = await cur.fetchone()
-    assert rec is not None  # an aggregate always returns its row
-    return OutboxStats.from_record(rec)
-
-
-async def outbox_retry(
-    conn: AsyncConnection[Any], schema: str, *, outbox_id: int
-) -> OutboxEntry | None:
-    """Make one outbox row pending and due now, attempts reset; None when it does not exist."""
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(query("outbox_retry", schema), {"id": outbox_id})
-        rec = await cur.fetchone()
-    return OutboxEntry.from_record(rec) if rec is not None else None
-
-
-async def outbox_discard(conn: AsyncConnection[Any], schema: str, *, outbox_id: int) -> bool:
-    """Delete one outbox row; whether it existed."""
-    cur = await conn.execute(query("outbox_discard", schema), {"id": outbox_id})
-    return await cur.fetchone() is not None
-
-
-# -- external callbacks ------------------------------------------------------------------
-
-
-async def job_callback_register(
-    conn: AsyncConnection[Any],
-    schema: str,
-    *,
-    job_id: int,
-    run_lease: int,
-    callback_id: UUID,
-    timeout: float,
-    expressions: CallbackExpressions,
-) -> datetime | None:
-    """Give a running attempt a callback; its timeout, or None when the attempt is stale."""
-    cur = await conn.execute(
-        query("job_callback_register", schema),
-        {
-            "id": job_id,
-            "run_lease": run_lease,
-            "callback_id": callback_id,
-            "timeout": timeout,
-            "filter": expressions.filter,
-            "on_complete": expressions.on_complete,
-            "on_fail": expressions.on_fail,
-            "transform": expressions.transform,
-        },
-    )
-    row = await cur.fetchone()
-    return row[0] if row else None
-
-
-async def job_callback_park_in_place(
-    conn: AsyncConnection[Any], schema: str, *, job_id: int, run_lease: int, callback_id: UUID
-) -> JobRow | None:
-    """Mark a handler waiting for ``callback_id`` as waiting_external; its row, or None."""
-    rows = await _rows(
-        conn,
-        "job_callback_park_in_place",
-        schema,
-        {"id": job_id, "run_lease": run_lease, "callback_id": callback_id},
-    )
-    return rows[0] if rows else None
-
-
-async def job_callback_wait_specs(
-    conn: AsyncConnection[Any], schema: str, *, job_id: int, run_lease: int
-) -> set[str]:
-    """Lineage spec names of the follow-ups of one attempt's waits in place."""
-    cur = await conn.execute(
-        query("job_callback_wait_specs", schema), {"id": job_id, "run_lease": run_lease}
-    )
-    return {r[0] for r in await cur.fetchall()}
-
-
-async def job_callback_parked(
-    conn: AsyncConnection[Any], schema: str, callback_id: UUID
-) -> int | None:
-    """The id of the job parked by ``WaitForCallback`` on ``callback_id``, if any."""
-    cur = await conn.execute(query("job_callback_parked", schema), {"callback_id": callback_id})
-    rec = await cur.fetchone()
-    return None if rec is None else int(rec[0])
-
-
-async def job_callback_unpark(
-    conn: AsyncConnection[Any], schema: str, *, job_id: int, run_lease: int
-) -> None:
-    """Put a handler that stopped waiting back to running."""
-    await conn.execute(query("job_callback_unpark", schema), {"id": job_id, "run_lease": run_lease})
-
-
-async def job_callback_take(
-    conn: AsyncConnection[Any], schema: str, *, job_id: int, run_lease: int
-) -> dict[str, Any] | None:
-    """The state, run_lease and callback_id of a job, and its resume payload if ``taken``."""
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(
-            query("job_callback_take", schema), {"id": job_id, "run_lease": run_lease}
-        )
-        return await cur.fetchone()
-
-
-async def callback_request_remember(
-    conn: AsyncConnection[Any], schema: str, *, digest: bytes, ttl: float
-) -> bool:
-    """Remember a signed callback request for ``ttl`` seconds; False if it was seen (replay)."""
-    cur = await conn.execute(
-        query("callback_request_remember", schema), {"digest": digest, "ttl": ttl}
-    )
-    rec = await cur.fetchone()
-    return bool(rec is not None and rec[0])
-
-
-async def job_callback_lock(
-    conn: AsyncConnection[Any], schema: str, callback_id: UUID
-) -> tuple[JobRow, CallbackExpressions] | None:
-    """Lock the job of an unresolved callback; its row and CEL expressions."""
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(query("job_callback_lock", schema), {"callback_id": callback_id})
-        rec = await cur.fetchone()
-    if rec is None:
-        return None
-    return JobRow.from_record(rec), CallbackExpressions.from_record(rec)
-
-
-async def _resolved(
-    conn: AsyncConnection[Any], name: str, schema: str, params: dict[str, Any]
-) -> JobRow | None:
-    params["callback_channel"] = callback_channel(schema)
-    rows = await _rows(conn, name, schema, params)
-    return rows[0] if rows else None
-
-
-async def job_callback_complete(
-    conn: AsyncConnection[Any], schema: str, *, callback_id: UUID, payload: str | None
-) -> JobRow | None:
-    """Complete the job of ``callback_id`` storing ``payload`` (JSON); None if not found."""
-    return await _resolved(
-        conn, "job_callback_complete", schema, {"callback_id": callback_id, "payload": payload}
-    )
-
-
-async def job_callback_fail(
-    conn: AsyncConnection[Any],
-    schema: str,
-    *,
-    callback_id: UUID,
-    error: str,
-    expression: str | None,
-) -> JobRow | None:
-    """Fail the job of ``callback_id`` for good; None if not found."""
-    return await _resolved(
-        conn,
-        "job_callback_fail",
-        schema,
-        {"callback_id": callback_id, "error": error, "expression": expression},
-    )
-
-
-async def job_callback_retry(
-    conn: AsyncConnection[Any], schema: str, *, callback_id: UUID, error: str
-) -> JobRow | None:
-    """Make the parked job of ``callback_id`` available now; None if not found."""
-    return await _resolved(
-        conn,
-        "job_callback_retry",
-        schema,
-        {"callback_id": callback_id, "error": error, "channel": channel(schema)},
-    )
-
-
-async def job_callback_resume(
-    conn: AsyncConnection[Any], schema: str, *, callback_id: UUID, payload: str
-) -> JobRow | None:
-    """Hand ``payload`` (JSON) to the handler waiting on ``callback_id``; None if not found."""
-    return await _resolved(
-        conn, "job_callback_resume", schema, {"callback_id": callback_id, "payload": payload}
-    )
-
-
-async def job_callback_heartbeat(
-    conn: AsyncConnection[Any], schema: str, *, callback_id: UUID, timeout: float
-) -> JobRow | None:
-    """Extend the timeout of ``callback_id`` to now + ``timeout``; None if not found."""
-    rows = await _rows(
-        conn, "job_callback_heartbeat", schema, {"callback_id": callback_id, "timeout": timeout}
-    )
-    return rows[0] if rows else None
-
-
-async def outbox_insert(
-    conn: AsyncConnection[Any], schema: str, *, job_id: int, outcome: str, detail: dict[str, Any]
-) -> None:
-    """Leave the outbox row of a transition of ``job_id`` made in this transaction."""
-    await conn.execute(
-        query("outbox_insert", schema),
-        {"id": job_id, "outcome": outcome, "detail": json.dumps(detail)},
-    )

@@ -1,176 +1,43 @@
-"""Registration of hooks and follow-up specs, shared by both clients."""
+"""Registration of hooks and follow-up specs, as a call or as a decorator."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar, overload
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from wai.periodic import Periodic
 from wai.registry import Registry
 
-__all__ = ["RegistrationMixin"]
+__all__ = ["KindOrType", "register_hook", "register_spec"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: What ``on_event`` and the ``on_<outcome>_enqueue`` methods take as the kind.
 KindOrType = type[Any] | str
 
 
-class RegistrationMixin:
-    """``on_event`` and the twelve ``on_<outcome>_enqueue[_with]`` methods.
+def register_hook(registry: Registry, kind: KindOrType, fn: F | None) -> F | Callable[[F], F]:
+    """Add ``fn`` as an ``on_event`` hook of ``kind``; without ``fn``, a decorator that does."""
 
-    Each works as a call, ``client.on_completed_enqueue(Signup, fn)``, and as a
-    decorator, ``@client.on_completed_enqueue(Signup)``. Specs for one (kind,
-    outcome) all fire, in registration order, one follow-up each. ``name=`` sets
-    the spec's lineage name (default: the closure's qualified name).
-    """
+    def register(f: F) -> F:
+        registry.add_hook(kind, f)
+        return f
 
-    registry: Registry
+    return register(fn) if fn is not None else register
 
-    @overload
-    def on_event(self, kind: KindOrType, fn: None = None) -> Callable[[F], F]: ...
-    @overload
-    def on_event(self, kind: KindOrType, fn: F) -> F: ...
-    def on_event(self, kind: KindOrType, fn: F | None = None) -> F | Callable[[F], F]:
-        """Observe the lifecycle events of a kind (``"*"``: every kind): best-effort, after commit.
 
-        ``fn(event)`` may be sync or async; it runs in the process that made the
-        transition, never blocks a worker slot, and may be lost on a crash. Use it
-        for metrics and logs, never for side effects that must happen.
-        """
+def register_spec(
+    registry: Registry,
+    kind: KindOrType,
+    outcome: str,
+    fn: Callable[..., Any] | None,
+    *,
+    with_request: bool,
+    name: str | None,
+) -> Any:
+    """Add ``fn`` as a follow-up spec of (``kind``, ``outcome``); without ``fn``, a decorator."""
 
-        def register(f: F) -> F:
-            self.registry.add_hook(kind, f)
-            return f
+    def register(f: Callable[..., Any]) -> Callable[..., Any]:
+        registry.add_spec(kind, outcome, f, with_request=with_request, name=name)
+        return f
 
-        return register(fn) if fn is not None else register
-
-    def _spec(
-        self,
-        kind: KindOrType,
-        outcome: str,
-        fn: Callable[..., Any] | None,
-        with_request: bool,
-        name: str | None,
-    ) -> Any:
-        def register(f: Callable[..., Any]) -> Callable[..., Any]:
-            self.registry.add_spec(kind, outcome, f, with_request=with_request, name=name)
-            return f
-
-        return register(fn) if fn is not None else register
-
-    def on_completed_enqueue(
-        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
-    ) -> Any:
-        """Enqueue ``fn(args, job)``'s result with every completion, in the same transaction."""
-        return self._spec(kind, "completed", fn, False, name)
-
-    def on_completed_enqueue_with(
-        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
-    ) -> Any:
-        """Like :meth:`on_completed_enqueue`; ``fn`` returns a :class:`wai.EnqueueRequest`."""
-        return self._spec(kind, "completed", fn, True, name)
-
-    def on_retried_enqueue(
-        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
-    ) -> Any:
-        """Enqueue ``fn(args, job, error, attempt, next_run_at)``'s result on each retry."""
-        return self._spec(kind, "retried", fn, False, name)
-
-    def on_retried_enqueue_with(
-        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
-    ) -> Any:
-        """Like :meth:`on_retried_enqueue`; ``fn`` returns a :class:`wai.EnqueueRequest`."""
-        return self._spec(kind, "retried", fn, True, name)
-
-    def on_exhausted_enqueue(
-        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
-    ) -> Any:
-        """Enqueue ``fn(args, job, error, attempt)``'s result when the job fails for good."""
-        return self._spec(kind, "exhausted", fn, False, name)
-
-    def on_exhausted_enqueue_with(
-        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
-    ) -> Any:
-        """Like :meth:`on_exhausted_enqueue`; ``fn`` returns a :class:`wai.EnqueueRequest`."""
-        return self._spec(kind, "exhausted", fn, True, name)
-
-    def on_cancelled_enqueue(
-        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
-    ) -> Any:
-        """Enqueue ``fn(args, job, reason)``'s result when the job is cancelled."""
-        return self._spec(kind, "cancelled", fn, False, name)
-
-    def on_cancelled_enqueue_with(
-        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
-    ) -> Any:
-        """Like :meth:`on_cancelled_enqueue`; ``fn`` returns a :class:`wai.EnqueueRequest`."""
-        return self._spec(kind, "cancelled", fn, True, name)
-
-    def on_waiting_for_callback_enqueue(
-        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
-    ) -> Any:
-        """Enqueue ``fn(args, job)``'s result when the job parks for an external callback."""
-        return self._spec(kind, "waiting_for_callback", fn, False, name)
-
-    def on_waiting_for_callback_enqueue_with(
-        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
-    ) -> Any:
-        """Like :meth:`on_waiting_for_callback_enqueue`, returning a :class:`wai.EnqueueRequest`."""
-        return self._spec(kind, "waiting_for_callback", fn, True, name)
-
-    def on_rescued_enqueue(
-        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
-    ) -> Any:
-        """Enqueue ``fn(args, job, reason)``'s result when maintenance rescues an attempt."""
-        return self._spec(kind, "rescued", fn, False, name)
-
-    def on_rescued_enqueue_with(
-        self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
-    ) -> Any:
-        """Like :meth:`on_rescued_enqueue`; ``fn`` returns a :class:`wai.EnqueueRequest`."""
-        return self._spec(kind, "rescued", fn, True, name)
-
-    def periodic(
-        self,
-        name: str,
-        expr: str,
-        args: Any,
-        *,
-        timezone: str = "UTC",
-        kind: str | None = None,
-        queue: str | None = None,
-        priority: int = 2,
-        max_attempts: int | None = None,
-        tags: Iterable[str] = (),
-        metadata: Mapping[str, Any] | None = None,
-        missed_fire_policy: str = "coalesce",
-    ) -> None:
-        """Register a periodic schedule: enqueue ``args`` at every fire time of ``expr``.
-
-        ``expr`` is a 5-field (``"*/5 * * * *"``) or 6-field (leading seconds)
-        cron expression, or a macro such as ``"@daily"``, read in the IANA time
-        zone ``timezone``. The job's queue and ``max_attempts`` default to what the
-        args type declares (``@wai.kind``), else to the kind's registered task (when
-        the schedule is stored), else ``"default"`` and 25. ``missed_fire_policy``
-        says what a schedule owes for fire times it missed (maintenance down,
-        schedule paused): ``"coalesce"`` enqueues one job for the latest of them,
-        ``"catch_up"`` one per fire time, in order.
-
-        Registration validates everything at once (an invalid expression, time
-        zone, args or option raises :class:`wai.ValidationError`); the schedule is
-        stored by name when the client starts (or on :meth:`upsert_cron`).
-        """
-        self.registry.add_periodic(
-            Periodic.build(
-                name,
-                expr,
-                args,
-                timezone=timezone,
-                kind=kind,
-                queue=queue,
-                priority=priority,
-                max_attempts=max_attempts,
-                tags=tags,
-                metadata=metadata,
-                missed_fire_policy=missed_fire_policy,
-            )
-        )
+    return register(fn) if fn is not None else register

@@ -11,8 +11,7 @@ import psycopg
 from psycopg import Connection
 
 from wai import _db as db
-from wai import _dlq_db as dlq_db
-from wai import _producer as producer
+from wai import _inserts_db as inserts_db
 from wai.callbacks import (
     Resolved,
     ResolveRequest,
@@ -20,11 +19,14 @@ from wai.callbacks import (
     payload_json,
     resolution_outcome,
 )
+from wai.callbacks import _queries as callback_db
+from wai.dlq import _queries as dlq_db
 from wai.dlq import failure_reason
 from wai.errors import FollowUpError, WaiError
 from wai.followups import Applied, error_text, plan_followups, plan_row
 from wai.inserts import NewJob
 from wai.job import JobRow, JobState
+from wai.outbox import _queries as outbox_db
 from wai.outcomes import Outcome
 from wai.registry import Registry
 
@@ -102,7 +104,7 @@ def apply_outcomes(
                 if failed:
                     raise _Rejected(failed)
                 inserting = True
-                producer.insert_followups(conn, schema, jobs)
+                inserts_db.insert_followups(conn, schema, jobs)
                 inserting = False
                 for row, outcome in to_outbox:
                     _leave_outbox_row(conn, schema, row, outcome)
@@ -177,7 +179,7 @@ def _followups_of(
 
 def _leave_outbox_row(conn: Connection[Any], schema: str, row: JobRow, outcome: Outcome) -> None:
     detail = {"error": outcome.error or "", "reason": outcome.reason or ""}
-    db.outbox_insert(conn, schema, job_id=row.id, outcome=outcome.event, detail=detail)
+    outbox_db.outbox_insert(conn, schema, job_id=row.id, outcome=outcome.event, detail=detail)
 
 
 def _apply_lean(conn: Connection[Any], schema: str, outcomes: Sequence[Outcome]) -> Applied:
@@ -201,21 +203,27 @@ def _resolve_row(conn: Connection[Any], schema: str, req: ResolveRequest) -> Job
     cid = req.callback_id
     match req.action:
         case "complete":
-            return db.job_callback_complete(conn, schema, callback_id=cid, payload=req.payload)
+            return callback_db.job_callback_complete(
+                conn, schema, callback_id=cid, payload=req.payload
+            )
         case "fail":
-            return db.job_callback_fail(
+            return callback_db.job_callback_fail(
                 conn, schema, callback_id=cid, error=req.error or "", expression=req.expression
             )
         case "retry":
-            return db.job_callback_retry(conn, schema, callback_id=cid, error=req.error or "")
+            return callback_db.job_callback_retry(
+                conn, schema, callback_id=cid, error=req.error or ""
+            )
         case "resume":
-            return db.job_callback_resume(
+            return callback_db.job_callback_resume(
                 conn, schema, callback_id=cid, payload=req.payload or "null"
             )
         case _:
             assert req.action == "heartbeat"
             assert req.timeout is not None
-            return db.job_callback_heartbeat(conn, schema, callback_id=cid, timeout=req.timeout)
+            return callback_db.job_callback_heartbeat(
+                conn, schema, callback_id=cid, timeout=req.timeout
+            )
 
 
 def _followups(
@@ -225,13 +233,13 @@ def _followups(
         # No spec here (a CLI, a bare web process): the durable record of the outcome,
         # dispatched later by a process that holds the specs.
         detail = {"error": outcome.error or "", "reason": outcome.reason or ""}
-        db.outbox_insert(conn, schema, job_id=row.id, outcome=outcome.event, detail=detail)
+        outbox_db.outbox_insert(conn, schema, job_id=row.id, outcome=outcome.event, detail=detail)
         return
     plan = plan_followups(registry, [row], {row.id: outcome})
     if plan.failed:
         raise plan.failed[row.id]
     try:
-        producer.insert_followups(conn, schema, plan.jobs)
+        inserts_db.insert_followups(conn, schema, plan.jobs)
     except WaiError as exc:
         raise FollowUpError(f"follow-up insert failed: {exc}") from exc
 
@@ -250,7 +258,7 @@ def apply_resolution(
     """
     with conn.transaction():
         if req.action == "resolve":
-            locked = db.job_callback_lock(conn, schema, req.callback_id)
+            locked = callback_db.job_callback_lock(conn, schema, req.callback_id)
             if locked is None:
                 raise req.not_found()
             row, expressions = locked

@@ -10,8 +10,7 @@ import psycopg
 from psycopg import AsyncConnection
 
 from wai import _db_async as db
-from wai import _dlq_db_async as dlq_db
-from wai import _producer_async as producer
+from wai import _inserts_db_async as inserts_db
 from wai.callbacks import (
     Resolved,
     ResolveRequest,
@@ -19,11 +18,14 @@ from wai.callbacks import (
     payload_json,
     resolution_outcome,
 )
+from wai.callbacks import _queries_async as callback_db
+from wai.dlq import _queries_async as dlq_db
 from wai.dlq import failure_reason
 from wai.errors import FollowUpError, WaiError
 from wai.followups import Applied, error_text, plan_followups, plan_row
 from wai.inserts import NewJob
 from wai.job import JobRow, JobState
+from wai.outbox import _queries_async as outbox_db
 from wai.outcomes import Outcome
 from wai.registry import Registry
 
@@ -101,7 +103,7 @@ async def apply_outcomes(
                 if failed:
                     raise _Rejected(failed)
                 inserting = True
-                await producer.insert_followups(conn, schema, jobs)
+                await inserts_db.insert_followups(conn, schema, jobs)
                 inserting = False
                 for row, outcome in to_outbox:
                     await _leave_outbox_row(conn, schema, row, outcome)
@@ -178,7 +180,7 @@ async def _leave_outbox_row(
     conn: AsyncConnection[Any], schema: str, row: JobRow, outcome: Outcome
 ) -> None:
     detail = {"error": outcome.error or "", "reason": outcome.reason or ""}
-    await db.outbox_insert(conn, schema, job_id=row.id, outcome=outcome.event, detail=detail)
+    await outbox_db.outbox_insert(conn, schema, job_id=row.id, outcome=outcome.event, detail=detail)
 
 
 async def _apply_lean(
@@ -206,23 +208,25 @@ async def _resolve_row(
     cid = req.callback_id
     match req.action:
         case "complete":
-            return await db.job_callback_complete(
+            return await callback_db.job_callback_complete(
                 conn, schema, callback_id=cid, payload=req.payload
             )
         case "fail":
-            return await db.job_callback_fail(
+            return await callback_db.job_callback_fail(
                 conn, schema, callback_id=cid, error=req.error or "", expression=req.expression
             )
         case "retry":
-            return await db.job_callback_retry(conn, schema, callback_id=cid, error=req.error or "")
+            return await callback_db.job_callback_retry(
+                conn, schema, callback_id=cid, error=req.error or ""
+            )
         case "resume":
-            return await db.job_callback_resume(
+            return await callback_db.job_callback_resume(
                 conn, schema, callback_id=cid, payload=req.payload or "null"
             )
         case _:
             assert req.action == "heartbeat"
             assert req.timeout is not None
-            return await db.job_callback_heartbeat(
+            return await callback_db.job_callback_heartbeat(
                 conn, schema, callback_id=cid, timeout=req.timeout
             )
 
@@ -234,13 +238,15 @@ async def _followups(
         # No spec here (a CLI, a bare web process): the durable record of the outcome,
         # dispatched later by a process that holds the specs.
         detail = {"error": outcome.error or "", "reason": outcome.reason or ""}
-        await db.outbox_insert(conn, schema, job_id=row.id, outcome=outcome.event, detail=detail)
+        await outbox_db.outbox_insert(
+            conn, schema, job_id=row.id, outcome=outcome.event, detail=detail
+        )
         return
     plan = plan_followups(registry, [row], {row.id: outcome})
     if plan.failed:
         raise plan.failed[row.id]
     try:
-        await producer.insert_followups(conn, schema, plan.jobs)
+        await inserts_db.insert_followups(conn, schema, plan.jobs)
     except WaiError as exc:
         raise FollowUpError(f"follow-up insert failed: {exc}") from exc
 
@@ -259,7 +265,7 @@ async def apply_resolution(
     """
     async with conn.transaction():
         if req.action == "resolve":
-            locked = await db.job_callback_lock(conn, schema, req.callback_id)
+            locked = await callback_db.job_callback_lock(conn, schema, req.callback_id)
             if locked is None:
                 raise req.not_found()
             row, expressions = locked

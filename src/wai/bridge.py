@@ -8,7 +8,7 @@ from typing import Any
 
 from psycopg import AsyncConnection, Connection
 
-from wai import _producer, _producer_async
+from wai import _inserts_db, _inserts_db_async
 from wai._sql import validate_schema
 from wai.inserts import EnqueueRequest, NewJob, build_job
 from wai.job import JobRow
@@ -84,7 +84,7 @@ async def insert_job(
         unique=unique,
         ordering_key=ordering_key,
     )
-    return await _producer_async.insert_one(conn, validate_schema(schema), job)
+    return await _inserts_db_async.insert_one(conn, validate_schema(schema), job)
 
 
 def insert_job_sync(
@@ -115,4 +115,4 @@ def insert_job_sync(
         unique=unique,
         ordering_key=ordering_key,
     )
-    return _producer.insert_one(conn, validate_schema(schema), job)
+    return _inserts_db.insert_one(conn, validate_schema(schema), job)

@@ -10,6 +10,7 @@ from typing import Any
 from wai._codec import check_decodable
 from wai._seconds import check_seconds
 from wai._storable import check_text
+from wai.cron import Periodic
 from wai.errors import ValidationError
 from wai.followups import OUTCOMES, Spec, default_name
 from wai.kinds import (
@@ -21,7 +22,6 @@ from wai.kinds import (
     kind_of_type,
     validate_queue,
 )
-from wai.periodic import Periodic
 
 __all__ = ["Registry", "Task", "known_queue"]
 

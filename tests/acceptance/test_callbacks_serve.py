@@ -18,7 +18,7 @@ import wai
 from tests.acceptance.test_cli import run_wai
 from tests.integration._helpers import fetch
 from tests.integration.test_callbacks import parked
-from wai.callbacks_sign import callback_url, sign
+from wai.callbacks.signing import callback_url, sign
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 

@@ -20,6 +20,7 @@ from tests.integration._helpers import count, db_now, fetch
 from wai import _db_async as db
 from wai._transitions_async import apply_outcomes
 from wai.callbacks import CallbackExpressions, compile_expressions
+from wai.callbacks import _queries_async as callback_db
 from wai.job import JobState
 from wai.maintenance import OutboxSweeper, Rescuer
 from wai.outcomes import Outcome
@@ -52,7 +53,7 @@ async def claimed(
         [row] = await db.job_claim(
             conn, client.schema, queue="q", limit=1, deadlines={}, default_deadline=None
         )
-        registered = await db.job_callback_register(
+        registered = await callback_db.job_callback_register(
             conn,
             client.schema,
             job_id=row.id,
@@ -94,7 +95,7 @@ async def waiting_in_place(client: wai.AsyncClient) -> tuple[wai.JobRow, uuid.UU
     """A Pay job whose handler waits in place on a fresh callback (job.wait_for_callback)."""
     row, cid = await claimed(client)
     async with client.connection() as conn:
-        waiting = await db.job_callback_park_in_place(
+        waiting = await callback_db.job_callback_park_in_place(
             conn, client.schema, job_id=row.id, run_lease=row.run_lease, callback_id=cid
         )
     assert waiting is not None
@@ -229,7 +230,7 @@ async def test_retry_external_cannot_loop_a_job_past_max_attempts(
         )
         assert (again.id, again.attempt) == (row.id, 2)
         cid = uuid.uuid4()
-        await db.job_callback_register(
+        await callback_db.job_callback_register(
             conn,
             aclient.schema,
             job_id=row.id,
@@ -238,7 +239,7 @@ async def test_retry_external_cannot_loop_a_job_past_max_attempts(
             timeout=60,
             expressions=CallbackExpressions(),
         )
-        await db.job_callback_park_in_place(  # any park will do; heartbeat does not matter
+        await callback_db.job_callback_park_in_place(  # any park will do; heartbeat does not matter
             conn, aclient.schema, job_id=row.id, run_lease=again.run_lease, callback_id=cid
         )
     exhausted = await call(flavor, aclient, sclient, "retry_external", cid)
@@ -819,7 +820,7 @@ async def test_heartbeat_callback_keeps_a_parked_job_from_timing_out(
 async def test_a_dead_in_place_waiter_is_rescued_as_stale(aclient: wai.AsyncClient) -> None:
     row, cid = await claimed(aclient)
     async with aclient.connection() as conn:
-        assert await db.job_callback_park_in_place(
+        assert await callback_db.job_callback_park_in_place(
             conn, aclient.schema, job_id=row.id, run_lease=row.run_lease, callback_id=cid
         )
     await fetch(

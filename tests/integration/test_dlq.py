@@ -19,6 +19,7 @@ from tests.integration._helpers import FLAVORS, Admin, Work, count, db_now, fetc
 from wai import _db_async as db
 from wai._transitions_async import apply_outcomes
 from wai.callbacks import CallbackExpressions
+from wai.callbacks import _queries_async as callback_db
 from wai.maintenance import Cleaner, Rescuer
 from wai.outcomes import Outcome
 
@@ -259,7 +260,7 @@ async def with_callback(
     """Register a callback for the attempt ``claimed`` (and park on it): its id."""
     cid = uuid.uuid4()
     async with client.connection() as conn:
-        await db.job_callback_register(
+        await callback_db.job_callback_register(
             conn,
             client.schema,
             job_id=claimed.id,
@@ -269,7 +270,7 @@ async def with_callback(
             expressions=CallbackExpressions(),
         )
         if park:
-            await db.job_callback_park_in_place(
+            await callback_db.job_callback_park_in_place(
                 conn, client.schema, job_id=claimed.id, run_lease=claimed.run_lease, callback_id=cid
             )
     return cid

@@ -26,15 +26,15 @@ from starlette.routing import Mount
 import wai
 from tests.integration._helpers import count, fetch
 from tests.integration.test_callbacks import Pay, Receipt, claimed, parked, waiting_in_place
-from wai.callbacks_sign import (
+from wai.callbacks.ingress import RETRY_AFTER, create_callback_app
+from wai.callbacks.ingress._body import parse_body
+from wai.callbacks.signing import (
     NONCE_HEADER,
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
     callback_url,
     sign,
 )
-from wai.ingress import RETRY_AFTER, create_callback_app
-from wai.ingress._body import parse_body
 
 SECRET = b"ingress-test-secret-0123456789abcdef"
 BASE = "http://wai.test"

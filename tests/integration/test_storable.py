@@ -34,7 +34,7 @@ from wai._seconds import MAX_SECONDS
 from wai._storable import check_json, check_text
 from wai._text import storable
 from wai.callbacks import compile_expressions
-from wai.ingress import create_callback_app
+from wai.callbacks.ingress import create_callback_app
 
 pytestmark = pytest.mark.timeout(120)
 

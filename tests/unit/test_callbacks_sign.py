@@ -9,7 +9,8 @@ import uuid
 import pytest
 
 import wai
-from wai.callbacks_sign import (
+from wai.callbacks.ingress._body import CallbackBody, parse_body
+from wai.callbacks.signing import (
     NONCE_HEADER,
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
@@ -19,7 +20,6 @@ from wai.callbacks_sign import (
     sign,
     verify,
 )
-from wai.ingress._body import CallbackBody, parse_body
 
 SECRET = b"s" * 32
 CID = uuid.UUID("6f1c2b7e-0d1a-4c55-9a8e-2f3b4c5d6e7f")

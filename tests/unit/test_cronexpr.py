@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from wai.cronexpr import CronExpression, due_fires, parse_zone
+from wai.cron._expr import CronExpression, due_fires, parse_zone
 from wai.errors import ValidationError
 
 NY = ZoneInfo("America/New_York")

@@ -12,11 +12,11 @@ import pydantic
 import pytest
 
 import wai
+from wai.cron import Periodic
 from wai.errors import ValidationError
 from wai.followups import Spec, evaluate
 from wai.inserts import EnqueueRequest, build_args_job, build_job, inserted_row
 from wai.kinds import KindDefaults, declared, kind_of, kind_of_type
-from wai.periodic import Periodic
 from wai.registry import Registry
 
 

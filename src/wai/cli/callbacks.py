@@ -1,6 +1,6 @@
 """``wai callbacks serve``: the public HTTP ingress of external callbacks, for APP's client.
 
-The server itself is :mod:`wai.ingress` (an optional extra); this module checks the
+The server itself is :mod:`wai.callbacks.ingress` (an optional extra); this module checks the
 signing secret and loads APP before handing over.
 """
 
@@ -45,7 +45,7 @@ def add_commands(sub: SubParsers) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
-    from wai.callbacks_sign import check_secret
+    from wai.callbacks.signing import check_secret
 
     value = os.environ.get(args.secret_env)
     if not value:
@@ -54,7 +54,7 @@ def _cmd_serve(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         )
     secret = check_secret(value.encode())  # a short secret is a usage error (exit 2)
     try:
-        from wai.ingress import serve
+        from wai.callbacks.ingress import serve
     except ImportError as exc:
         raise UsageError(str(exc)) from None
     client, _url = load_runtime_app(args, stack)

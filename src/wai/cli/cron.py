@@ -1,7 +1,7 @@
 """``wai cron ...``: list, show, pause, resume, trigger and delete periodic schedules.
 
 One small function per subcommand over the client's schedule methods
-(:mod:`wai._cron`). Schedules are stored by name when a process that registers
+(:mod:`wai.cron`). Schedules are stored by name when a process that registers
 them with ``client.periodic(...)`` starts.
 """
 
@@ -22,7 +22,7 @@ from wai.cli._common import (
     subparser,
     yes_option,
 )
-from wai.periodic import Schedule
+from wai.cron import Schedule
 
 if TYPE_CHECKING:
     from wai.cli._common import SubParsers

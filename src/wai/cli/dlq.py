@@ -1,7 +1,7 @@
 """``wai dlq ...``: list, inspect, retry, purge and move dead-lettered jobs.
 
 One small function per subcommand over the client's dead-letter methods
-(:mod:`wai._dlq`). ``retry`` and ``purge`` act on one job (``ID``) or in bulk
+(:mod:`wai.dlq`). ``retry`` and ``purge`` act on one job (``ID``) or in bulk
 (``--all`` or filters); bulk actions count their entries first, draw a
 :class:`~wai.cli._common.ProgressBar` on stderr and end with a summary.
 """

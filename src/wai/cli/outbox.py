@@ -1,7 +1,7 @@
 """``wai outbox ...``: list, count, retry and discard follow-up outbox rows.
 
 One small function per subcommand over the client's outbox methods
-(:mod:`wai._outbox`). An outbox row holds the follow-ups of one transition that
+(:mod:`wai.outbox`). An outbox row holds the follow-ups of one transition that
 a sweeper has not dispatched yet; ``failed`` rows gave up after
 ``outbox_max_attempts`` failed dispatches and wait for an operator.
 """

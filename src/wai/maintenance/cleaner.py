@@ -9,7 +9,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
-from wai import _dlq_db_async as dlq_db
+from wai.dlq import _queries_async as dlq_db
 from wai.maintenance._service import PeriodicService
 
 __all__ = ["Cleaner", "CleanerResult"]

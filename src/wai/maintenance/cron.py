@@ -10,10 +10,10 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from wai import _cron_db_async as cron_db
+from wai.cron import _queries_async as cron_db
+from wai.cron._models import MAX_FIRES_PER_PASS, fire_plan
 from wai.errors import ValidationError
 from wai.maintenance._service import PeriodicService
-from wai.periodic import MAX_FIRES_PER_PASS, fire_plan
 
 __all__ = ["CronFirer", "CronResult"]
 
@@ -39,7 +39,7 @@ class CronFirer(PeriodicService):
 
     Times come from the database clock. For each schedule that is not paused,
     the fire times in ``(cursor, now]`` are computed in its time zone
-    (:func:`wai.periodic.fire_plan`); one statement then moves the cursor with a
+    (:func:`wai.cron.fire_plan`); one statement then moves the cursor with a
     compare-and-set and inserts the jobs, so a fire is enqueued once even when
     two processes run this pass at the same time (a failover, a stalled leader).
     """

@@ -10,13 +10,13 @@ import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from wai import _db_async as db
-from wai import _producer_async as producer
+from wai import _inserts_db_async as inserts_db
 from wai._text import storable
 from wai.errors import FollowUpError, SerializationError
 from wai.followups import decode_for, evaluate
 from wai.job import JobRow
 from wai.maintenance._service import PeriodicService
+from wai.outbox import _queries_async as outbox_db
 from wai.registry import Registry
 
 __all__ = ["OutboxSweeper", "SweepResult", "describe"]
@@ -93,7 +93,7 @@ class OutboxSweeper(PeriodicService):
         async with self._pool.connection() as conn:
             try:
                 async with conn.transaction():
-                    rows = await db.outbox_lock_due(
+                    rows = await outbox_db.outbox_lock_due(
                         conn, self._schema, pairs=pairs, limit=self._batch_size
                     )
                     seen = len(rows)
@@ -134,7 +134,7 @@ class OutboxSweeper(PeriodicService):
             )
             try:
                 async with conn.transaction():
-                    await db.outbox_backoff(
+                    await outbox_db.outbox_backoff(
                         conn,
                         self._schema,
                         outbox_id=row["id"],
@@ -153,7 +153,7 @@ class OutboxSweeper(PeriodicService):
         job = JobRow.from_json(row["job"])
         outcome: str = row["outcome"]
         specs = self._registry.specs_for(row["kind"], outcome)
-        already = await db.outbox_dispatched_specs(
+        already = await outbox_db.outbox_dispatched_specs(
             conn, self._schema, job_id=row["job_id"], run_lease=row["run_lease"], outcome=outcome
         )
         todo = [s for s in specs if s.name not in already]
@@ -176,5 +176,5 @@ class OutboxSweeper(PeriodicService):
                 )
                 for s in todo
             ]
-            await producer.insert_followups(conn, self._schema, new)
-        await db.outbox_delete(conn, self._schema, outbox_id=row["id"])
+            await inserts_db.insert_followups(conn, self._schema, new)
+        await outbox_db.outbox_delete(conn, self._schema, outbox_id=row["id"])

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from wai import _db_async as db
 from wai._logging import emit
+from wai.callbacks import _queries_async as callback_db
 from wai.context import AttemptState
 from wai.job import JobRow
 from wai.maintenance import (
@@ -30,7 +31,7 @@ from wai.maintenance import (
 from wai.maintenance._service import stop_tasks
 from wai.outcomes import Outcome, describe_exception
 from wai.queues import QueueConfig, QueueSettings
-from wai.worker._callbacks import AttemptCallbacks
+from wai.worker._attempt_callbacks import AttemptCallbacks
 from wai.worker._executor import execute, interrupted_outcome, shutdown_outcome
 from wai.worker._finalizer import Finalizer
 from wai.worker._heartbeat import Heartbeater
@@ -144,7 +145,7 @@ class Runtime:
             self._wake_all,
             subscriptions={
                 db.cancel_channel(schema): self._on_cancel,
-                db.callback_channel(schema): self.callbacks.notify,
+                callback_db.callback_channel(schema): self.callbacks.notify,
             },
         )
         loops: list[tuple[str, Any]] = [

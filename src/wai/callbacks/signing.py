@@ -1,6 +1,6 @@
 """Signing and verifying HTTP callback requests: pure functions, no I/O, no web framework.
 
-The HTTP ingress (:mod:`wai.ingress`) accepts ``POST /callbacks/{callback_id}/{action}``
+The HTTP ingress (:mod:`wai.callbacks.ingress`) accepts ``POST /callbacks/{callback_id}/{action}``
 only with these headers::
 
     X-Wai-Timestamp: <unix seconds, an integer>

@@ -7,9 +7,9 @@ import contextlib
 import signal
 from collections.abc import Callable, Iterator
 
-from wai.callbacks_sign import DEFAULT_TOLERANCE
+from wai.callbacks.ingress._app import DEFAULT_MAX_BODY, create_callback_app
+from wai.callbacks.signing import DEFAULT_TOLERANCE
 from wai.client import AsyncClient
-from wai.ingress._app import DEFAULT_MAX_BODY, create_callback_app
 
 try:
     import uvicorn

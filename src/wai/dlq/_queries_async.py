@@ -12,7 +12,7 @@ from psycopg.rows import dict_row
 
 from wai._db_async import channel
 from wai._sql import query
-from wai.dlq import DlqEntry, DlqFilter
+from wai.dlq._models import DlqEntry, DlqFilter
 from wai.job import JobRow, JobState
 
 __all__ = [

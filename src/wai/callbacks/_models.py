@@ -1,4 +1,4 @@
-"""External callbacks without I/O: callback ids, timeouts, CEL expressions, resolution decisions.
+"""Callback ids, timeouts, CEL expressions and resolution decisions: the models, without I/O.
 
 CEL support is optional: ``pip install 'wai[cel]'`` installs ``cel-python``. An
 expression sees one variable, ``payload`` (the JSON the external system sent).

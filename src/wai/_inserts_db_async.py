@@ -1,4 +1,7 @@
-"""Insert logic shared by the clients, their transactions and the bridge."""
+"""Job inserts on the caller's connection (unique-key conflicts, batches, COPY, follow-ups).
+
+Shared by the clients, their transactions, the bridge, transitions and the outbox sweeper.
+"""
 
 from __future__ import annotations
 

@@ -1,23 +1,19 @@
-"""Dead-letter queue methods shared by the async client (source of the sync client)."""
+"""The dead-letter queue's operations behind the async client (source of the sync client)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
-from psycopg import AsyncConnection
-
-from wai import _dlq_db_async as dlq_db
-from wai._translate import translate_errors
+from wai._core_async import AsyncClientCore, translated
 from wai.admin import check_job_id
-from wai.dlq import DlqEntry, DlqFilter, check_reason, decode_cursor
+from wai.dlq import _queries_async as dlq_db
+from wai.dlq._models import DlqEntry, DlqFilter, check_reason, decode_cursor
 from wai.errors import InvalidStateError, JobNotFound, UniqueConflict, ValidationError
 from wai.inserts import check_run_at, validate_queue
 from wai.job import JobRow
 
-__all__ = ["AsyncDlqMixin"]
+__all__ = ["AsyncDlqOps", "Progress"]
 
 #: A bulk action's progress callback: called after each batch with the running total.
 Progress = Callable[[int], None]
@@ -38,7 +34,7 @@ def _check_target(queue: str | None, priority: int | None, run_at: datetime | No
         check_run_at(run_at)
 
 
-class AsyncDlqMixin:
+class AsyncDlqOps:
     """List, inspect, retry, move and purge dead-lettered jobs.
 
     Jobs of a queue with the dead-letter queue on leave the jobs table when they
@@ -47,18 +43,8 @@ class AsyncDlqMixin:
     after each; they refuse to run without a filter unless ``all=True``.
     """
 
-    schema: str
-
-    def connection(self) -> AbstractAsyncContextManager[AsyncConnection[Any]]:
-        """Borrow a connection (provided by the client)."""
-        raise NotImplementedError
-
-    @asynccontextmanager
-    async def _db(self) -> AsyncIterator[AsyncConnection[Any]]:
-        # a pooled connection whose database errors become wai errors
-        async with self.connection() as conn:
-            with translate_errors(self.schema):
-                yield conn
+    def __init__(self, core: AsyncClientCore) -> None:
+        self._core = core
 
     async def list_dlq(
         self,
@@ -74,14 +60,14 @@ class AsyncDlqMixin:
         flt = DlqFilter(queue=queue, kind=kind, tag=tag, reason=reason)
         _check_limit("limit", limit, 10_000)
         after = decode_cursor(before) if before is not None else None
-        async with self._db() as conn:
-            return await dlq_db.dlq_list(conn, self.schema, flt, before=after, limit=limit)
+        async with translated(self._core) as conn:
+            return await dlq_db.dlq_list(conn, self._core.schema, flt, before=after, limit=limit)
 
     async def get_dlq_entry(self, job_id: int) -> DlqEntry:
         """The dead-letter entry of job ``job_id``; raises :class:`wai.JobNotFound`."""
         job_id = check_job_id(job_id)
-        async with self._db() as conn:
-            entry = await dlq_db.dlq_get(conn, self.schema, job_id)
+        async with translated(self._core) as conn:
+            entry = await dlq_db.dlq_get(conn, self._core.schema, job_id)
         if entry is None:
             raise JobNotFound(f"job {job_id} is not in the dead-letter queue")
         return entry
@@ -95,8 +81,8 @@ class AsyncDlqMixin:
 
     async def dlq_depths(self) -> dict[str, int]:
         """Dead-lettered jobs per queue (queues without any are left out)."""
-        async with self._db() as conn:
-            return await dlq_db.dlq_depth(conn, self.schema)
+        async with translated(self._core) as conn:
+            return await dlq_db.dlq_depth(conn, self._core.schema)
 
     async def retry_from_dlq(
         self,
@@ -106,21 +92,13 @@ class AsyncDlqMixin:
         priority: int | None = None,
         run_at: datetime | None = None,
     ) -> JobRow:
-        """Put a dead-lettered job back to run; returns its row.
-
-        The job keeps its id, errors, metadata, run lease and lineage, and gets a
-        fresh retry budget (``attempt`` 0). It becomes ``available`` now, or
-        ``scheduled`` for a future ``run_at``; ``queue`` and ``priority`` move or
-        re-prioritise it. Raises :class:`wai.JobNotFound` when it is not
-        dead-lettered, and :class:`wai.UniqueConflict` (the entry stays) when a
-        live job holds its unique key.
-        """
+        """Put a dead-lettered job back to run; returns its row."""
         job_id = check_job_id(job_id)
         _check_target(queue, priority, run_at)
-        async with self._db() as conn:
+        async with translated(self._core) as conn:
             batch = await dlq_db.dlq_retry(
                 conn,
-                self.schema,
+                self._core.schema,
                 ids=[job_id],
                 limit=1,
                 to_queue=queue,
@@ -149,26 +127,20 @@ class AsyncDlqMixin:
         batch_size: int = 1000,
         on_progress: Progress | None = None,
     ) -> int:
-        """Retry every dead-lettered job matching the filters, oldest first; returns how many.
-
-        Like :meth:`retry_from_dlq` for each entry (``to_queue``, ``priority`` and
-        ``run_at`` apply to all). Entries whose unique key a live job holds stay and
-        are not counted; so do entries that arrive after the call started (a retried
-        job that fails again is not retried twice).
-        """
+        """Retry every dead-lettered job matching the filters, oldest first; returns how many."""
         flt = DlqFilter(queue=queue, kind=kind, tag=tag, reason=reason)
         flt.require("bulk_retry_from_dlq", all=all)
         _check_target(to_queue, priority, run_at)
         _check_limit("batch_size", batch_size, 10_000)
         done = 0
         after: tuple[datetime, int] | None = None
-        async with self._db() as conn:
-            until = await dlq_db.db_now(conn, self.schema)
+        async with translated(self._core) as conn:
+            until = await dlq_db.db_now(conn, self._core.schema)
         while True:
-            async with self._db() as conn:
+            async with translated(self._core) as conn:
                 batch = await dlq_db.dlq_retry(
                     conn,
-                    self.schema,
+                    self._core.schema,
                     flt=flt,
                     after=after,
                     until=until,
@@ -185,16 +157,12 @@ class AsyncDlqMixin:
                 return done
 
     async def move_to_dlq(self, job_id: int, reason: str = "manual") -> DlqEntry:
-        """Move a ``failed`` job to the dead-letter queue, whatever its queue's policy.
-
-        Raises :class:`wai.JobNotFound`, or :class:`wai.InvalidStateError` when
-        the job is not ``failed``.
-        """
+        """Move a ``failed`` job to the dead-letter queue, whatever its queue's policy."""
         job_id = check_job_id(job_id)
         reason = check_reason(reason)
-        async with self._db() as conn, conn.transaction():
-            found = await dlq_db.dlq_move_one(conn, self.schema, job_id, reason)
-            entry = await dlq_db.dlq_get(conn, self.schema, job_id)
+        async with translated(self._core) as conn, conn.transaction():
+            found = await dlq_db.dlq_move_one(conn, self._core.schema, job_id, reason)
+            entry = await dlq_db.dlq_get(conn, self._core.schema, job_id)
         if found is None:
             raise JobNotFound(f"no job with id {job_id}")
         state, moved = found
@@ -224,9 +192,9 @@ class AsyncDlqMixin:
         _check_limit("batch_size", batch_size, 10_000)
         done = 0
         while True:
-            async with self._db() as conn:
+            async with translated(self._core) as conn:
                 moved = await dlq_db.dlq_move_failed(
-                    conn, self.schema, flt, reason=reason, limit=batch_size
+                    conn, self._core.schema, flt, reason=reason, limit=batch_size
                 )
             done += moved
             if on_progress is not None and moved:
@@ -237,8 +205,8 @@ class AsyncDlqMixin:
     async def purge_dlq_entry(self, job_id: int) -> None:
         """Delete one dead-letter entry for good; raises :class:`wai.JobNotFound`."""
         job_id = check_job_id(job_id)
-        async with self._db() as conn:
-            purged = await dlq_db.dlq_purge(conn, self.schema, ids=[job_id], limit=1)
+        async with translated(self._core) as conn:
+            purged = await dlq_db.dlq_purge(conn, self._core.schema, ids=[job_id], limit=1)
         if not purged:
             raise JobNotFound(f"job {job_id} is not in the dead-letter queue")
 
@@ -253,18 +221,14 @@ class AsyncDlqMixin:
         batch_size: int = 1000,
         on_progress: Progress | None = None,
     ) -> int:
-        """Delete every dead-letter entry matching the filters; returns how many.
-
-        Without a filter it deletes nothing and raises :class:`wai.ValidationError`
-        unless ``all=True``.
-        """
+        """Delete every dead-letter entry matching the filters; returns how many."""
         flt = DlqFilter(queue=queue, kind=kind, tag=tag, reason=reason)
         flt.require("purge_dlq", all=all)
         _check_limit("batch_size", batch_size, 10_000)
         done = 0
         while True:
-            async with self._db() as conn:
-                purged = await dlq_db.dlq_purge(conn, self.schema, flt=flt, limit=batch_size)
+            async with translated(self._core) as conn:
+                purged = await dlq_db.dlq_purge(conn, self._core.schema, flt=flt, limit=batch_size)
             done += purged
             if on_progress is not None and purged:
                 on_progress(done)
@@ -281,5 +245,5 @@ class AsyncDlqMixin:
     ) -> int:
         """How many dead-letter entries match the filters (what a bulk action would cover)."""
         flt = DlqFilter(queue=queue, kind=kind, tag=tag, reason=reason)
-        async with self._db() as conn:
-            return await dlq_db.dlq_count(conn, self.schema, flt)
+        async with translated(self._core) as conn:
+            return await dlq_db.dlq_count(conn, self._core.schema, flt)

@@ -1,17 +1,18 @@
-"""Callback resolution methods shared by the async client (source of the sync client)."""
+"""Callback resolutions behind the async client (source of the sync client)."""
 
 from __future__ import annotations
 
 import functools
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from psycopg import AsyncConnection
 
-from wai import _db_async as db
+from wai._core_async import AsyncClientCore
 from wai._transitions_async import apply_resolution
 from wai._translate import translate_errors
-from wai.callbacks import (
+from wai.callbacks import _queries_async as callback_db
+from wai.callbacks._models import (
     DEFAULT_ACTIONS,
     RETRY_ERROR,
     CallbackResolution,
@@ -25,12 +26,11 @@ from wai.callbacks import (
 from wai.errors import CallbackNotFound, InvalidStateError, ValidationError
 from wai.job import JobRow, JobState
 from wai.kinds import dumps
-from wai.registry import Registry
 
 if TYPE_CHECKING:
     from wai._client_base_async import AsyncTransaction
 
-__all__ = ["AsyncCallbackMixin"]
+__all__ = ["AsyncCallbackOps"]
 
 
 def _complete(callback_id: object, payload: Any) -> ResolveRequest:
@@ -91,7 +91,7 @@ async def _refuse_parked(conn: AsyncConnection[Any], schema: str, req: ResolveRe
     """
     if req.action != "resume":
         return
-    job_id = await db.job_callback_parked(conn, schema, req.callback_id)
+    job_id = await callback_db.job_callback_parked(conn, schema, req.callback_id)
     if job_id is not None:
         raise InvalidStateError(
             f"cannot resume callback {req.callback_id}: job {job_id} was parked by returning "
@@ -111,7 +111,7 @@ def _resolution(resolved: Resolved) -> CallbackResolution:
     )
 
 
-class AsyncCallbackMixin:
+class AsyncCallbackOps:
     """Resolve external callbacks from any process: ``complete_external`` and friends.
 
     Each resolution is one guarded update on the callback id: an unknown, stale or
@@ -124,45 +124,33 @@ class AsyncCallbackMixin:
     holds them. The ``*_in_tx`` variants run inside ``client.transaction()``.
     """
 
-    schema: str
-    registry: Registry
-
-    def connection(self) -> AbstractAsyncContextManager[AsyncConnection[Any]]:
-        """Borrow a connection (provided by the client)."""
-        raise NotImplementedError
-
-    def _resolved(self, resolved: Resolved) -> None:
-        """After a resolution commits: the async client with a runtime fires hooks here."""
+    def __init__(self, core: AsyncClientCore, on_resolved: Callable[[Resolved], None]) -> None:
+        self._core = core
+        self._on_resolved = on_resolved
 
     async def _apply(self, req: ResolveRequest, tx: AsyncTransaction | None) -> Resolved:
+        schema, registry = self._core.schema, self._core.registry
         if tx is not None:
-            with translate_errors(self.schema):
+            with translate_errors(schema):
                 try:
-                    resolved = await apply_resolution(
-                        tx.connection, self.schema, self.registry, req
-                    )
+                    resolved = await apply_resolution(tx.connection, schema, registry, req)
                 except CallbackNotFound:
-                    await _refuse_parked(tx.connection, self.schema, req)
+                    await _refuse_parked(tx.connection, schema, req)
                     raise
-            tx.after_commit.append(functools.partial(self._resolved, resolved))
+            tx.after_commit.append(functools.partial(self._on_resolved, resolved))
             return resolved
-        async with self.connection() as conn:
-            with translate_errors(self.schema):
+        async with self._core.connection() as conn:
+            with translate_errors(schema):
                 try:
-                    resolved = await apply_resolution(conn, self.schema, self.registry, req)
+                    resolved = await apply_resolution(conn, schema, registry, req)
                 except CallbackNotFound:
-                    await _refuse_parked(conn, self.schema, req)
+                    await _refuse_parked(conn, schema, req)
                     raise
-        self._resolved(resolved)
+        self._on_resolved(resolved)
         return resolved
 
     async def complete_external(self, callback_id: Any, payload: Any = None) -> JobRow:
-        """Complete the job waiting on ``callback_id``; returns its ``completed`` row.
-
-        Applies to a parked (``waiting_external``) job, and to a ``running`` one
-        whose handler registered the callback but has not parked yet (the late
-        park is then fenced). ``payload`` (JSON) is kept as ``row.callback_result``.
-        """
+        """Complete the job waiting on ``callback_id``; returns its ``completed`` row."""
         return (await self._apply(_complete(callback_id, payload), None)).row
 
     async def complete_external_in_tx(
@@ -172,11 +160,7 @@ class AsyncCallbackMixin:
         return (await self._apply(_complete(callback_id, payload), tx)).row
 
     async def fail_external(self, callback_id: Any, error: str) -> JobRow:
-        """Fail the job waiting on ``callback_id`` for good, whatever attempts remain.
-
-        ``error`` is recorded as a terminal error entry; ``on_exhausted_enqueue``
-        specs fire. Returns the ``failed`` row.
-        """
+        """Fail the job waiting on ``callback_id`` for good, whatever attempts remain."""
         return (await self._apply(_fail(callback_id, error), None)).row
 
     async def fail_external_in_tx(
@@ -186,14 +170,7 @@ class AsyncCallbackMixin:
         return (await self._apply(_fail(callback_id, error), tx)).row
 
     async def retry_external(self, callback_id: Any) -> JobRow:
-        """Run the parked job of ``callback_id`` again now, as its next attempt.
-
-        Applies to ``waiting_external`` only: the job becomes ``available`` with
-        ``run_at`` now, its queue is woken, and ``on_retried_enqueue`` specs fire.
-        The attempt count is kept, so ``max_attempts`` bounds how often an outside
-        sender can retry: when the parked attempt was the last one, the job is
-        exhausted instead (``failed``, ``on_exhausted_enqueue``). Returns the row.
-        """
+        """Run the parked job of ``callback_id`` again now, as its next attempt."""
         return (await self._apply(_retry(callback_id), None)).row
 
     async def retry_external_in_tx(self, tx: AsyncTransaction, callback_id: Any) -> JobRow:
@@ -201,15 +178,7 @@ class AsyncCallbackMixin:
         return (await self._apply(_retry(callback_id), tx)).row
 
     async def resume_external(self, callback_id: Any, payload: Any = None) -> JobRow:
-        """Hand ``payload`` to the handler waiting in ``job.wait_for_callback``.
-
-        The job goes back to ``running`` (same attempt and run lease) and the
-        handler's ``wait_for_callback`` returns ``payload``. No event and no
-        follow-up: the handler produces the attempt's outcome. A job parked by
-        returning ``WaitForCallback`` has no handler left to take the payload: the
-        call raises :class:`wai.InvalidStateError` and changes nothing (use
-        ``complete_external``, ``fail_external`` or ``retry_external`` there).
-        """
+        """Hand ``payload`` to the handler waiting in ``job.wait_for_callback``."""
         return (await self._apply(_resume(callback_id, payload), None)).row
 
     async def resume_external_in_tx(
@@ -219,10 +188,7 @@ class AsyncCallbackMixin:
         return (await self._apply(_resume(callback_id, payload), tx)).row
 
     async def heartbeat_callback(self, callback_id: Any, timeout: float = 3600.0) -> JobRow:
-        """Push the timeout of ``callback_id`` out to ``timeout`` seconds from now.
-
-        For an external system that is still working; the job stays parked.
-        """
+        """Push the timeout of ``callback_id`` out to ``timeout`` seconds from now."""
         return (await self._apply(_heartbeat(callback_id, timeout), None)).row
 
     async def heartbeat_callback_in_tx(
@@ -234,14 +200,7 @@ class AsyncCallbackMixin:
     async def resolve_callback(
         self, callback_id: Any, payload: Any, default_action: str = "ignore"
     ) -> CallbackResolution:
-        """Decide with the callback's CEL expressions what ``payload`` means, and apply it.
-
-        ``filter`` false ignores the payload (nothing changes); ``on_fail`` true
-        fails the job; ``on_complete`` true completes it with the payload shaped by
-        ``transform``; when neither matches, ``default_action`` (``"complete"``,
-        ``"fail"`` or ``"ignore"``) decides. Needs ``wai[cel]`` when expressions
-        were registered.
-        """
+        """Decide with the callback's CEL expressions what ``payload`` means, and apply it."""
         return _resolution(await self._apply(_resolve(callback_id, payload, default_action), None))
 
     async def resolve_callback_in_tx(

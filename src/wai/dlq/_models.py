@@ -1,10 +1,4 @@
-"""The dead-letter queue without I/O: entries, reasons, filters and paging cursors.
-
-A queue with the dead-letter queue on (``wai.QueueConfig(dlq=True)`` or
-``start(..., dlq=True)``) does not keep its failed jobs in the jobs table: the
-transaction that fails a job also moves it to the ``dlq`` table, with one of
-:data:`DLQ_REASONS`. Operators list, inspect, retry and purge entries there.
-"""
+"""Dead-letter entries, reasons, filters and paging cursors: the models, without I/O."""
 
 from __future__ import annotations
 

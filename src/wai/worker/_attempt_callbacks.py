@@ -13,10 +13,10 @@ import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from wai import _db_async as db
-from wai import _producer_async as producer
+from wai import _inserts_db_async as inserts_db
 from wai._translate import translate_errors
 from wai.callbacks import CallbackExpressions
+from wai.callbacks import _queries_async as callback_db
 from wai.context import AttemptState
 from wai.errors import FollowUpError, StaleAttempt, ValidationError, WaiError
 from wai.followups import plan_followups
@@ -71,7 +71,7 @@ class AttemptCallbacks:
         callback_id = uuid.uuid4()
         async with self._pool.connection() as conn:
             with translate_errors(self._schema):
-                registered = await db.job_callback_register(
+                registered = await callback_db.job_callback_register(
                     conn,
                     self._schema,
                     job_id=state.job_id,
@@ -147,7 +147,7 @@ class AttemptCallbacks:
             event.clear()
             try:
                 async with self._pool.connection() as conn:
-                    rec = await db.job_callback_take(
+                    rec = await callback_db.job_callback_take(
                         conn, self._schema, job_id=state.job_id, run_lease=state.run_lease
                     )
             except psycopg.OperationalError as exc:
@@ -187,7 +187,7 @@ class AttemptCallbacks:
         async with self._pool.connection() as conn:
             with translate_errors(self._schema):
                 async with conn.transaction():
-                    row = await db.job_callback_park_in_place(
+                    row = await callback_db.job_callback_park_in_place(
                         conn,
                         self._schema,
                         job_id=state.job_id,
@@ -206,19 +206,19 @@ class AttemptCallbacks:
             raise plan.failed[row.id]
         # One attempt may wait in place many times, all under one run lease: each wait's
         # lineage names its callback, so each gets its follow-ups, exactly once.
-        done = await db.job_callback_wait_specs(
+        done = await callback_db.job_callback_wait_specs(
             conn, self._schema, job_id=row.id, run_lease=row.run_lease
         )
         jobs = [j for j in (_per_wait(j, token) for j in plan.jobs) if _spec(j) not in done]
         try:
-            await producer.insert_followups(conn, self._schema, jobs)
+            await inserts_db.insert_followups(conn, self._schema, jobs)
         except WaiError as exc:
             raise FollowUpError(f"follow-up insert failed: {exc}") from exc
 
     async def _unpark(self, state: AttemptState) -> None:
         async with self._pool.connection() as conn:
             with translate_errors(self._schema):
-                await db.job_callback_unpark(
+                await callback_db.job_callback_unpark(
                     conn, self._schema, job_id=state.job_id, run_lease=state.run_lease
                 )
 

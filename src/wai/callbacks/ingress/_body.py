@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from wai.callbacks import check_error, check_timeout
+from wai.callbacks._models import check_error, check_timeout
 from wai.errors import ValidationError
 from wai.kinds import dumps
 

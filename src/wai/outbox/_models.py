@@ -1,17 +1,4 @@
-"""The follow-up outbox without I/O: entries, states and counts, for operators.
-
-Transitions made where user closures must not or cannot run — maintenance
-rescue, and callback resolutions or admin cancels by a process without the
-registry — leave a row in the ``outbox`` table; a sweeper in a process holding
-the follow-up specs dispatches it (inserts the follow-ups, deletes the row).
-
-A row is ``pending`` while sweepers try it: a failed dispatch records the error
-and retries with backoff. After ``outbox_max_attempts`` failed dispatches (a
-runtime setting, 10 by default) the row is ``failed``: sweepers leave it alone
-until an operator retries it (:meth:`wai.AsyncClient.outbox_retry`) or
-discards it (:meth:`wai.AsyncClient.outbox_discard`). Retention never deletes
-either (see :class:`wai.maintenance.Cleaner`).
-"""
+"""Outbox entries, states and counts, for operators: the models, without I/O."""
 
 from __future__ import annotations
 

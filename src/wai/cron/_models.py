@@ -1,11 +1,4 @@
-"""Periodic (cron) schedules without I/O: registration, the stored row, firing plans.
-
-``client.periodic(name, expr, args, ...)`` registers a :class:`Periodic`. A
-process that starts upserts its schedules by name into the ``cron_schedules``
-table (never deleting one it lacks, never touching a pause); the maintenance
-leader then fires them (:func:`plan_fire`), moving each schedule's cursor with
-a compare-and-set in the statement that inserts its jobs.
-"""
+"""Periodic schedules as registered and as stored, and their firing plans: no I/O."""
 
 from __future__ import annotations
 
@@ -16,7 +9,7 @@ from datetime import datetime
 from typing import Any, Final, Literal, get_args
 
 from wai._storable import check_text
-from wai.cronexpr import CronExpression, due_fires, parse_zone
+from wai.cron._expr import CronExpression, due_fires, parse_zone
 from wai.errors import ValidationError
 from wai.inserts import EnqueueRequest, NewJob, build_job
 

@@ -13,9 +13,9 @@ from psycopg.rows import dict_row
 
 from wai._db_async import channel
 from wai._sql import query
+from wai.cron._models import Periodic, Schedule
 from wai.inserts import NewJob
 from wai.job import JobRow
-from wai.periodic import Periodic, Schedule
 
 __all__ = [
     "ActiveSchedule",

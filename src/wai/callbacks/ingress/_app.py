@@ -8,10 +8,11 @@ from typing import Any
 import psycopg
 from psycopg_pool import PoolTimeout
 
-from wai import _db_async as db
 from wai._client_base_async import AsyncTransaction
 from wai._translate import translate_errors
-from wai.callbacks_sign import (
+from wai.callbacks import _queries_async as callback_db
+from wai.callbacks.ingress._body import CallbackBody, parse_body
+from wai.callbacks.signing import (
     ACTIONS,
     DEFAULT_TOLERANCE,
     NONCE_HEADER,
@@ -29,7 +30,6 @@ from wai.errors import (
     InvalidStateError,
     ValidationError,
 )
-from wai.ingress._body import CallbackBody, parse_body
 from wai.job import JobRow
 
 try:
@@ -38,7 +38,9 @@ try:
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    raise ImportError("wai.ingress needs the http extra: pip install 'wai[http]'") from exc
+    raise ImportError(
+        "wai.callbacks.ingress needs the http extra: pip install 'wai[http]'"
+    ) from exc
 
 __all__ = ["DEFAULT_MAX_BODY", "RETRY_AFTER", "create_callback_app"]
 
@@ -76,7 +78,7 @@ def create_callback_app(
 
     Every request is checked before the database is touched: the body size
     (``max_body`` bytes, else 413), the JSON content type (415), the signature of
-    :mod:`wai.callbacks_sign` with a timestamp within ``tolerance`` seconds (401),
+    :mod:`wai.callbacks.signing` with a timestamp within ``tolerance`` seconds (401),
     and the body's fields (400). Then, in one transaction with the resolution, the
     request's signature is remembered in ``<schema>.callback_requests`` until it
     could no longer pass the timestamp check: the same signed request again (a
@@ -201,7 +203,7 @@ class _Ingress:
         client = self.client
         async with client.transaction() as tx:
             with translate_errors(client.schema):
-                fresh = await db.callback_request_remember(
+                fresh = await callback_db.callback_request_remember(
                     tx.connection,
                     client.schema,
                     digest=digest,

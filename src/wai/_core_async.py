@@ -1,0 +1,46 @@
+"""What a feature's operations get from the async client (source of the sync client).
+
+Each feature package (:mod:`wai.dlq`, :mod:`wai.cron`, :mod:`wai.outbox`,
+:mod:`wai.callbacks`) has an operations object built on a client core
+(:class:`AsyncClientCore`), the client itself: its pooled connections, its schema
+and its registry, and nothing else of the client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Protocol
+
+from psycopg import AsyncConnection
+
+from wai._translate import translate_errors
+from wai.registry import Registry
+
+__all__ = ["AsyncClientCore", "translated"]
+
+
+class AsyncClientCore(Protocol):
+    """The part of a client that the operations of a feature use."""
+
+    @property
+    def schema(self) -> str:
+        """The client's (validated) schema name."""
+        ...
+
+    @property
+    def registry(self) -> Registry:
+        """The tasks, follow-up specs, hooks and schedules registered with the client."""
+        ...
+
+    def connection(self) -> AbstractAsyncContextManager[AsyncConnection[Any]]:
+        """Borrow an autocommit connection from the client's pool."""
+        ...
+
+
+@asynccontextmanager
+async def translated(core: AsyncClientCore) -> AsyncIterator[AsyncConnection[Any]]:
+    """Borrow a connection of ``core`` whose database errors become wai errors."""
+    async with core.connection() as conn:
+        with translate_errors(core.schema):
+            yield conn
