@@ -26,6 +26,7 @@ from wai.admin import (
     CANCELLABLE_STATES,
     RETRYABLE_STATES,
     QueueStats,
+    check_filter_id,
     check_job_id,
     rejected,
 )
@@ -483,6 +484,8 @@ class ClientBase:
         for name, value in (("kind", kind), ("queue", queue), ("tag", tag)):
             if value is not None:
                 check_text(value, name)
+        before_id = check_filter_id(before_id, "before_id")
+        trigger_job_id = check_filter_id(trigger_job_id, "trigger_job_id")
         with self.connection() as conn:
             with translate_errors(self.schema):
                 return db.job_list(

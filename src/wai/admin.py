@@ -79,6 +79,23 @@ def check_job_id(job_id: object) -> int:
     return job_id
 
 
+def check_filter_id(value: object, name: str) -> int | None:
+    """``None``, or an id filter PostgreSQL can compare (a 64-bit integer).
+
+    Anything else raises :class:`wai.ValidationError` naming the filter, before the
+    query runs (``before_id=2**70`` is a mistake to report, not a page to fetch).
+    """
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not -_MAX_ID - 1 <= value <= _MAX_ID
+    ):
+        raise ValidationError(f"{name} must be a 64-bit integer job id or None, got {value!r}")
+    return value
+
+
 def rejected(
     action: str, job_id: int, state: str, allowed: frozenset[JobState]
 ) -> InvalidStateError:

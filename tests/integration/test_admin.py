@@ -553,8 +553,16 @@ async def test_hostile_list_filters_are_data_or_clear_errors(
     job = await make(aclient, "available")
     assert await admin("list_jobs") == [job]
     bad: dict[str, Any]
-    for bad in ({"state": "bogus"}, {"limit": 0}, {"limit": 10**6}, {"before_id": 2**70}):
-        with pytest.raises(wai.ValidationError):
+    for bad in (
+        {"state": "bogus"},
+        {"limit": 0},
+        {"limit": 10**6},
+        {"before_id": 2**70},
+        {"before_id": 2**63},
+        {"before_id": "7"},
+        {"trigger_job_id": -(2**63) - 1},
+    ):
+        with pytest.raises(wai.ValidationError, match="|".join(bad)):  # names the filter
             await admin("list_jobs", **bad)
     for filters in ({"queue": HOSTILE}, {"kind": HOSTILE}, {"tag": HOSTILE}):
         assert await admin("list_jobs", **filters) == []
