@@ -21,7 +21,7 @@ pytestmark = pytest.mark.timeout(30)
 
 async def running(client: wai.AsyncClient) -> JobRow:
     await client.insert(Work(), queue="q")
-    async with client.connection() as conn:
+    async with client._connection() as conn:
         [row] = await db.job_claim(
             conn, client.schema, queue="q", limit=1, deadlines={}, default_deadline=None
         )

@@ -28,7 +28,7 @@ class Welcome:
 
 
 async def claim(client: wai.AsyncClient, n: int = 10) -> list[wai.JobRow]:
-    async with client.connection() as conn:
+    async with client._connection() as conn:
         return await db.job_claim(
             conn, client.schema, queue="q", limit=n, deadlines={}, default_deadline=None
         )
@@ -39,7 +39,7 @@ def outcome(row: wai.JobRow, state: JobState, event: str, **kw: Any) -> Outcome:
 
 
 async def apply(client: wai.AsyncClient, outcomes: list[Outcome]) -> Any:
-    async with client.connection() as conn:
+    async with client._connection() as conn:
         return await apply_outcomes(conn, client.schema, client.registry, outcomes)
 
 

@@ -49,7 +49,7 @@ def tasks(aclient: wai.AsyncClient) -> None:
 
 
 async def claim(client: wai.AsyncClient, n: int) -> list[JobRow]:
-    async with client.connection() as conn:
+    async with client._connection() as conn:
         return await db.job_claim(
             conn, client.schema, queue="q", limit=n, deadlines={}, default_deadline=None
         )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from psycopg import AsyncConnection
 
-from wai._core_async import AsyncClientCore
+from wai._core_async import AsyncClientCore, borrow
 from wai._transitions_async import apply_resolution
 from wai._translate import translate_errors
 from wai.callbacks import _queries_async as callback_db
@@ -139,7 +139,7 @@ class AsyncCallbackOps:
                     raise
             tx.after_commit.append(functools.partial(self._on_resolved, resolved))
             return resolved
-        async with self._core.connection() as conn:
+        async with borrow(self._core) as conn:
             with translate_errors(schema):
                 try:
                     resolved = await apply_resolution(conn, schema, registry, req)
