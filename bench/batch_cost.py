@@ -28,7 +28,7 @@ from scratch import measure, print_medians, scratch_database
 from wai_jobs import Noop
 
 import wai
-from wai.inserts import NewJob
+from wai._inserts import NewJob
 
 SCRATCH = "wai_batch_cost"
 COLUMNS = ("kind", "queue", "args", "state", "priority", "max_attempts")

@@ -15,19 +15,25 @@ from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
 from wai import _inserts_db_async as inserts_db
-from wai._connect import CONNECT_TIMEOUT, unreachable
-from wai._json import configure_async
-from wai._registration import KindOrType, register_hook, register_spec
-from wai._sql import validate_schema
-from wai._storable import check_text
-from wai._translate import migrate_command, translate_errors
-from wai.admin import (
+from wai._admin import (
     CANCELLABLE_STATES,
     RETRYABLE_STATES,
     QueueStats,
     check_job_id,
     rejected,
 )
+from wai._connect import CONNECT_TIMEOUT, unreachable
+from wai._inserts import EnqueueRequest, NewJob, build_args_job, build_job, validate_queue
+from wai._instances import RuntimeInstance
+from wai._job import JobRow, JobState
+from wai._json import configure_async
+from wai._migrate import migrations
+from wai._registration import KindOrType, register_hook, register_spec
+from wai._registry import Registry
+from wai._sql import validate_schema
+from wai._storable import check_text
+from wai._translate import migrate_command, translate_errors
+from wai._unique import UniqueOpts
 from wai.callbacks import CallbackResolution, Resolved
 from wai.callbacks._ops_async import AsyncCallbackOps
 from wai.cron import Schedule
@@ -36,14 +42,8 @@ from wai.dlq import DlqEntry
 from wai.dlq import _queries_async as dlq_db
 from wai.dlq._ops_async import AsyncDlqOps, Progress
 from wai.errors import JobNotFound, NoDatabaseURL, SchemaNotMigrated, ValidationError
-from wai.inserts import EnqueueRequest, NewJob, build_args_job, build_job, validate_queue
-from wai.instances import RuntimeInstance
-from wai.job import JobRow, JobState
-from wai.migrate import migrations
 from wai.outbox import OutboxEntry, OutboxStats
 from wai.outbox._ops_async import AsyncOutboxOps
-from wai.registry import Registry
-from wai.unique import UniqueOpts
 
 __all__ = ["AsyncClientBase", "AsyncTransaction"]
 

@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 from psycopg import Connection
 
+from wai._registry import Registry
 from wai._translate import translate_errors
-from wai.registry import Registry
 
 __all__ = ["ClientCore", "borrow", "translated"]
 

@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 from psycopg import AsyncConnection
 
+from wai._registry import Registry
 from wai._translate import translate_errors
-from wai.registry import Registry
 
 __all__ = ["AsyncClientCore", "borrow", "translated"]
 

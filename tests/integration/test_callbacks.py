@@ -18,12 +18,12 @@ import pytest
 import wai
 from tests.integration._helpers import count, db_now, fetch
 from wai import _db_async as db
+from wai._job import JobState
+from wai._outcomes import Outcome
 from wai._transitions_async import apply_outcomes
 from wai.callbacks import CallbackExpressions, compile_expressions
 from wai.callbacks import _queries_async as callback_db
-from wai.job import JobState
 from wai.maintenance import OutboxSweeper, Rescuer
-from wai.outcomes import Outcome
 
 
 @dataclass

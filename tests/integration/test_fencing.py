@@ -27,8 +27,8 @@ from tests.integration._helpers import (
     wait_job,
 )
 from wai import _db_async as db
-from wai.job import JobState
-from wai.outcomes import Outcome
+from wai._job import JobState
+from wai._outcomes import Outcome
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -10,9 +10,9 @@ import pytest
 import wai
 from tests.integration._helpers import Work, wait_for
 from wai import _db_async as db
-from wai.context import AttemptState
-from wai.job import JobRow
-from wai.outcomes import Outcome
+from wai._context import AttemptState
+from wai._job import JobRow
+from wai._outcomes import Outcome
 from wai.worker import _finalizer
 from wai.worker._finalizer import Finalizer
 

@@ -12,9 +12,9 @@ import pytest
 import wai
 from tests.integration._helpers import count, fetch, serving, wait_for, wait_job
 from wai import _db_async as db
+from wai._job import JobState
+from wai._outcomes import Outcome
 from wai._transitions_async import apply_outcomes
-from wai.job import JobState
-from wai.outcomes import Outcome
 
 
 @dataclass

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from psycopg import AsyncConnection
 
 from wai._core_async import AsyncClientCore, borrow
+from wai._job import JobRow, JobState
+from wai._kinds import dumps
 from wai._transitions_async import apply_resolution
 from wai._translate import translate_errors
 from wai.callbacks import _queries_async as callback_db
@@ -24,8 +26,6 @@ from wai.callbacks._models import (
     payload_json,
 )
 from wai.errors import CallbackNotFound, InvalidStateError, ValidationError
-from wai.job import JobRow, JobState
-from wai.kinds import dumps
 
 if TYPE_CHECKING:
     from wai._client_base_async import AsyncTransaction
