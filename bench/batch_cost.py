@@ -28,7 +28,7 @@ from scratch import measure, print_medians, scratch_database
 from wai_jobs import Noop
 
 import wai
-from wai.inserts import NewJob
+from wai._inserts import NewJob
 
 SCRATCH = "wai_batch_cost"
 COLUMNS = ("kind", "queue", "args", "state", "priority", "max_attempts")
@@ -74,7 +74,7 @@ async def main() -> None:
             await client.insert_many(items(start))
 
         async def copy_whole(start: int) -> None:
-            jobs = client.build_many(items(start))
+            jobs = client._build_many(items(start))
             async with (
                 client.pool.connection() as conn,
                 conn.cursor() as cur,
@@ -83,7 +83,7 @@ async def main() -> None:
                 await copy.write(_copy_text(jobs))
 
         async def copy_rows(start: int) -> None:
-            jobs = client.build_many(items(start))
+            jobs = client._build_many(items(start))
             async with (
                 client.pool.connection() as conn,
                 conn.cursor() as cur,
@@ -114,7 +114,7 @@ async def main() -> None:
             for name, fn in ways.items():
                 results[name].append(await measure(opts.batches, opts.size, fn))
         print_medians(results, 52, 4)
-        async with client.connection() as conn:
+        async with client._connection() as conn:
             cur = await conn.execute(
                 sql.SQL("SELECT count(*) FROM {}.jobs").format(sql.Identifier(client.schema))
             )

@@ -205,7 +205,7 @@ async def produce(client: wai.AsyncClient, load: Load, backlog: int, stop: async
     """Keep ``backlog`` jobs available; each batch commits with its ids in chaos.produced."""
     while not stop.is_set():
         try:
-            async with client.connection() as conn:
+            async with client._connection() as conn:
                 available = int((await (await conn.execute(AVAILABLE)).fetchall())[0][0])
             want = min(BATCH, backlog - available)
             if want <= 0:
@@ -248,12 +248,12 @@ class Resolver:
                 await asyncio.sleep(0.2)
 
     async def _pass(self, http: httpx.AsyncClient) -> None:
-        async with self.client.connection() as conn:
+        async with self.client._connection() as conn:
             pending = await (await conn.execute(PENDING_CALLBACKS)).fetchall()
         statuses = await asyncio.gather(*(self._send(http, *row) for row in pending))
         done = [(row[0], s) for row, s in zip(pending, statuses, strict=True) if s in (200, 404)]
         if done:
-            async with self.client.connection() as conn:
+            async with self.client._connection() as conn:
                 await conn.execute(RESOLVED, ([d[0] for d in done], [d[1] for d in done]))
 
     async def _send(self, http: httpx.AsyncClient, cid: Any, action: str, job_id: int) -> int:

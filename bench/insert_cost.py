@@ -43,7 +43,7 @@ async def main() -> None:
         client = wai.AsyncClient(url)
         await client.open()
         await client.migrate()
-        job = client.build(wai.EnqueueRequest(Noop(seq=1), queue="bench"))
+        job = client._build(wai.EnqueueRequest(Noop(seq=1), queue="bench"))
         params = {**_job_params(job), "channel": channel(client.schema)}
         text = query("job_insert", client.schema)
         conn = await psycopg.AsyncConnection.connect(url, autocommit=True)

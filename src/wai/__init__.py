@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 from wai import bridge, events
+from wai._admin import QueueStats
 from wai._client_base import Transaction
 from wai._client_base_async import AsyncTransaction
+from wai._context import Job
+from wai._followups import RescueReason
+from wai._inserts import EnqueueRequest
+from wai._instances import RuntimeInstance
+from wai._job import JobRow, JobState, Trigger
+from wai._kinds import KindDefaults, kind
+from wai._queues import QueueConfig
+from wai._results import CallbackToken, Cancel, RetryAfter, Snooze, WaitForCallback
+from wai._unique import UniqueOpts
 from wai._version import __version__
-from wai.admin import QueueStats
 from wai.callbacks import CallbackResolution
 from wai.client import AsyncClient, Client
-from wai.context import Job
 from wai.cron import Schedule
 from wai.dlq import DlqEntry
 from wai.errors import (
@@ -30,15 +38,7 @@ from wai.errors import (
     ValidationError,
     WaiError,
 )
-from wai.followups import RescueReason
-from wai.inserts import EnqueueRequest
-from wai.instances import RuntimeInstance
-from wai.job import JobRow, JobState, Trigger
-from wai.kinds import KindDefaults, kind
 from wai.outbox import OutboxEntry, OutboxStats
-from wai.queues import QueueConfig
-from wai.results import CallbackToken, Cancel, RetryAfter, Snooze, WaitForCallback
-from wai.unique import UniqueOpts
 
 __all__ = [
     "AsyncClient",

@@ -16,13 +16,7 @@ from psycopg_pool import ConnectionPool
 
 from wai import _db as db
 from wai import _inserts_db as inserts_db
-from wai._connect import CONNECT_TIMEOUT, unreachable
-from wai._json import configure_sync
-from wai._registration import KindOrType, register_hook, register_spec
-from wai._sql import validate_schema
-from wai._storable import check_text
-from wai._translate import migrate_command, translate_errors
-from wai.admin import (
+from wai._admin import (
     CANCELLABLE_STATES,
     RETRYABLE_STATES,
     QueueStats,
@@ -30,6 +24,18 @@ from wai.admin import (
     check_job_id,
     rejected,
 )
+from wai._connect import CONNECT_TIMEOUT, unreachable
+from wai._inserts import EnqueueRequest, NewJob, build_args_job, build_job, validate_queue
+from wai._instances import RuntimeInstance
+from wai._job import JobRow, JobState
+from wai._json import configure_sync
+from wai._migrate import migrations
+from wai._registration import KindOrType, register_hook, register_spec
+from wai._registry import Registry
+from wai._sql import validate_schema
+from wai._storable import check_text
+from wai._translate import migrate_command, translate_errors
+from wai._unique import UniqueOpts
 from wai.callbacks import CallbackResolution, Resolved
 from wai.callbacks._ops import CallbackOps
 from wai.cron import Schedule
@@ -38,14 +44,8 @@ from wai.dlq import DlqEntry
 from wai.dlq import _queries as dlq_db
 from wai.dlq._ops import DlqOps, Progress
 from wai.errors import JobNotFound, NoDatabaseURL, SchemaNotMigrated, ValidationError
-from wai.inserts import EnqueueRequest, NewJob, build_args_job, build_job, validate_queue
-from wai.instances import RuntimeInstance
-from wai.job import JobRow, JobState
-from wai.migrate import migrations
 from wai.outbox import OutboxEntry, OutboxStats
 from wai.outbox._ops import OutboxOps
-from wai.registry import Registry
-from wai.unique import UniqueOpts
 
 __all__ = ["ClientBase", "Transaction"]
 
@@ -60,6 +60,26 @@ def resolve_database_url(database_url: str | None) -> str:
             "no database URL: pass one to the client or set WAI_DATABASE_URL or DATABASE_URL"
         )
     return url
+
+
+def build_one(registry: Registry, request: EnqueueRequest) -> NewJob:
+    """Validate one insert request against ``registry``."""
+    return build_job(
+        request,
+        default_queue=registry.queue_of,
+        default_max_attempts=registry.max_attempts_of,
+    )
+
+
+def build_many(registry: Registry, items: Iterable[Any]) -> list[NewJob]:
+    """Validate many inserts against ``registry``; items are args or :class:`wai.EnqueueRequest`."""
+    queue_of, max_attempts_of = registry.queue_of, registry.max_attempts_of
+    return [
+        build_one(registry, item)
+        if isinstance(item, EnqueueRequest)
+        else build_args_job(item, default_queue=queue_of, default_max_attempts=max_attempts_of)
+        for item in items
+    ]
 
 
 class Transaction:
@@ -83,17 +103,17 @@ class Transaction:
 
     def insert(self, args: Any, **options: Any) -> JobRow:
         """Insert a job inside the transaction; same options as ``client.insert``."""
-        job = self._client.build(EnqueueRequest(args, **options))
+        job = build_one(self._client.registry, EnqueueRequest(args, **options))
         return inserts_db.insert_one(self.connection, self._client.schema, job)
 
     def insert_many(self, items: Iterable[Any]) -> list[JobRow]:
         """Insert many jobs inside the transaction; same items as ``client.insert_many``."""
-        jobs = self._client.build_many(items)
+        jobs = build_many(self._client.registry, items)
         return inserts_db.insert_batch(self.connection, self._client.schema, jobs)
 
     def copy_many(self, items: Iterable[Any]) -> int:
         """Bulk-load jobs inside the transaction; same items as ``client.copy_many``."""
-        jobs = self._client.build_many(items)
+        jobs = build_many(self._client.registry, items)
         return inserts_db.copy_batch(self.connection, self._client.schema, jobs)
 
 
@@ -180,7 +200,7 @@ class ClientBase:
         self.close()
 
     @contextmanager
-    def connection(self) -> Iterator[Connection[Any]]:
+    def _connection(self) -> Iterator[Connection[Any]]:
         """Borrow an autocommit connection from the pool."""
         self.open()
         with self.pool.connection() as conn:
@@ -220,23 +240,13 @@ class ClientBase:
 
         return register
 
-    def build(self, request: EnqueueRequest) -> NewJob:
+    def _build(self, request: EnqueueRequest) -> NewJob:
         """Validate one insert request against this client's registry."""
-        return build_job(
-            request,
-            default_queue=self.registry.queue_of,
-            default_max_attempts=self.registry.max_attempts_of,
-        )
+        return build_one(self.registry, request)
 
-    def build_many(self, items: Iterable[Any]) -> list[NewJob]:
+    def _build_many(self, items: Iterable[Any]) -> list[NewJob]:
         """Validate many inserts; items are args or :class:`wai.EnqueueRequest`."""
-        queue_of, max_attempts_of = self.registry.queue_of, self.registry.max_attempts_of
-        return [
-            self.build(item)
-            if isinstance(item, EnqueueRequest)
-            else build_args_job(item, default_queue=queue_of, default_max_attempts=max_attempts_of)
-            for item in items
-        ]
+        return build_many(self.registry, items)
 
     # -- hooks and follow-up specs ----------------------------------------------------
     # Each works as a call, ``client.on_completed_enqueue(Signup, fn)``, and as a
@@ -337,13 +347,13 @@ class ClientBase:
 
     def migrate(self) -> list[int]:
         """Apply pending migrations; returns the versions applied. Safe to run concurrently."""
-        with self.connection() as conn:
+        with self._connection() as conn:
             applied = db.migrate_apply(conn, self.schema)
         return [m.version for m in applied]
 
     def pending_migrations(self) -> list[int]:
         """Versions not yet applied to the database."""
-        with self.connection() as conn:
+        with self._connection() as conn:
             done = db.migrate_applied(conn, self.schema)
         return [m.version for m in migrations() if m.version not in done]
 
@@ -378,7 +388,7 @@ class ClientBase:
         declares (``@wai.kind``), else to the kind's registered task, else to
         ``"default"``, 2 and 25; ``run_at`` makes the job ``scheduled`` until then.
         """
-        job = self.build(
+        job = self._build(
             EnqueueRequest(
                 args,
                 kind=kind,
@@ -405,7 +415,7 @@ class ClientBase:
 
     def insert_many(self, items: Iterable[Any]) -> list[JobRow]:
         """Insert many jobs in one statement and one transaction; rows follow input order."""
-        jobs = self.build_many(items)
+        jobs = self._build_many(items)
         self.open()
         with self.pool.connection() as conn:
             if all(job.unique_key is None for job in jobs):
@@ -424,7 +434,7 @@ class ClientBase:
         large batches, for what it gives up: no rows come back (no ids), and a job
         with ``unique=`` raises :class:`wai.ValidationError` (nothing is written).
         """
-        jobs = self.build_many(items)
+        jobs = self._build_many(items)
         self.open()
         with self.pool.connection() as conn, conn.transaction():
             return inserts_db.copy_batch(conn, self.schema, jobs)
@@ -432,7 +442,7 @@ class ClientBase:
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
         """A transaction for business writes and job inserts that commit together."""
-        with self.connection() as conn:
+        with self._connection() as conn:
             with conn.transaction():
                 tx = Transaction(self, conn)
                 yield tx
@@ -448,7 +458,7 @@ class ClientBase:
         dead-letter queue.
         """
         job_id = check_job_id(job_id)
-        with self.connection() as conn:
+        with self._connection() as conn:
             with translate_errors(self.schema):
                 row = db.job_get(conn, self.schema, job_id)
                 dead = dlq_db.dlq_get(conn, self.schema, job_id) if row is None else None
@@ -486,7 +496,7 @@ class ClientBase:
                 check_text(value, name)
         before_id = check_filter_id(before_id, "before_id")
         trigger_job_id = check_filter_id(trigger_job_id, "trigger_job_id")
-        with self.connection() as conn:
+        with self._connection() as conn:
             with translate_errors(self.schema):
                 return db.job_list(
                     conn,
@@ -513,7 +523,7 @@ class ClientBase:
         :class:`wai.InvalidStateError` for a completed, failed or cancelled job.
         """
         job_id = check_job_id(job_id)
-        with self.connection() as conn:
+        with self._connection() as conn:
             with translate_errors(self.schema):
                 found = db.job_cancel(conn, self.schema, job_id)
         if found is None:
@@ -536,7 +546,7 @@ class ClientBase:
         any other state.
         """
         job_id = check_job_id(job_id)
-        with self.connection() as conn:
+        with self._connection() as conn:
             with translate_errors(self.schema):
                 found = db.job_retry(conn, self.schema, job_id)
         if found is None:
@@ -553,14 +563,14 @@ class ClientBase:
         finish. Pausing a paused queue changes nothing.
         """
         validate_queue(name)
-        with self.connection() as conn:
+        with self._connection() as conn:
             with translate_errors(self.schema):
                 db.queue_pause(conn, self.schema, name)
 
     def resume_queue(self, name: str) -> None:
         """Let workers claim from queue ``name`` again; idle workers are woken at once."""
         validate_queue(name)
-        with self.connection() as conn:
+        with self._connection() as conn:
             with translate_errors(self.schema):
                 db.queue_resume(conn, self.schema, name)
 
@@ -573,13 +583,13 @@ class ClientBase:
         queue that producers keep filling.
         """
         validate_queue(name)
-        with self.connection() as conn:
+        with self._connection() as conn:
             with translate_errors(self.schema):
                 return db.queue_drain(conn, self.schema, name)
 
     def queue_stats(self) -> list[QueueStats]:
         """One :class:`wai.QueueStats` per queue that has jobs or was paused, by name."""
-        with self.connection() as conn:
+        with self._connection() as conn:
             with translate_errors(self.schema):
                 return db.queue_stats(conn, self.schema)
 
@@ -591,7 +601,7 @@ class ClientBase:
         shuts down gracefully; rows of crashed processes linger until the
         maintenance leader collects them (3 x their record interval, at least 30 s).
         """
-        with self.connection() as conn:
+        with self._connection() as conn:
             with translate_errors(self.schema):
                 return db.runtime_instance_list(conn, self.schema)
 

@@ -15,13 +15,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
 from wai import _inserts_db_async as inserts_db
-from wai._connect import CONNECT_TIMEOUT, unreachable
-from wai._json import configure_async
-from wai._registration import KindOrType, register_hook, register_spec
-from wai._sql import validate_schema
-from wai._storable import check_text
-from wai._translate import migrate_command, translate_errors
-from wai.admin import (
+from wai._admin import (
     CANCELLABLE_STATES,
     RETRYABLE_STATES,
     QueueStats,
@@ -29,6 +23,18 @@ from wai.admin import (
     check_job_id,
     rejected,
 )
+from wai._connect import CONNECT_TIMEOUT, unreachable
+from wai._inserts import EnqueueRequest, NewJob, build_args_job, build_job, validate_queue
+from wai._instances import RuntimeInstance
+from wai._job import JobRow, JobState
+from wai._json import configure_async
+from wai._migrate import migrations
+from wai._registration import KindOrType, register_hook, register_spec
+from wai._registry import Registry
+from wai._sql import validate_schema
+from wai._storable import check_text
+from wai._translate import migrate_command, translate_errors
+from wai._unique import UniqueOpts
 from wai.callbacks import CallbackResolution, Resolved
 from wai.callbacks._ops_async import AsyncCallbackOps
 from wai.cron import Schedule
@@ -37,14 +43,8 @@ from wai.dlq import DlqEntry
 from wai.dlq import _queries_async as dlq_db
 from wai.dlq._ops_async import AsyncDlqOps, Progress
 from wai.errors import JobNotFound, NoDatabaseURL, SchemaNotMigrated, ValidationError
-from wai.inserts import EnqueueRequest, NewJob, build_args_job, build_job, validate_queue
-from wai.instances import RuntimeInstance
-from wai.job import JobRow, JobState
-from wai.migrate import migrations
 from wai.outbox import OutboxEntry, OutboxStats
 from wai.outbox._ops_async import AsyncOutboxOps
-from wai.registry import Registry
-from wai.unique import UniqueOpts
 
 __all__ = ["AsyncClientBase", "AsyncTransaction"]
 
@@ -59,6 +59,26 @@ def resolve_database_url(database_url: str | None) -> str:
             "no database URL: pass one to the client or set WAI_DATABASE_URL or DATABASE_URL"
         )
     return url
+
+
+def build_one(registry: Registry, request: EnqueueRequest) -> NewJob:
+    """Validate one insert request against ``registry``."""
+    return build_job(
+        request,
+        default_queue=registry.queue_of,
+        default_max_attempts=registry.max_attempts_of,
+    )
+
+
+def build_many(registry: Registry, items: Iterable[Any]) -> list[NewJob]:
+    """Validate many inserts against ``registry``; items are args or :class:`wai.EnqueueRequest`."""
+    queue_of, max_attempts_of = registry.queue_of, registry.max_attempts_of
+    return [
+        build_one(registry, item)
+        if isinstance(item, EnqueueRequest)
+        else build_args_job(item, default_queue=queue_of, default_max_attempts=max_attempts_of)
+        for item in items
+    ]
 
 
 class AsyncTransaction:
@@ -82,17 +102,17 @@ class AsyncTransaction:
 
     async def insert(self, args: Any, **options: Any) -> JobRow:
         """Insert a job inside the transaction; same options as ``client.insert``."""
-        job = self._client.build(EnqueueRequest(args, **options))
+        job = build_one(self._client.registry, EnqueueRequest(args, **options))
         return await inserts_db.insert_one(self.connection, self._client.schema, job)
 
     async def insert_many(self, items: Iterable[Any]) -> list[JobRow]:
         """Insert many jobs inside the transaction; same items as ``client.insert_many``."""
-        jobs = self._client.build_many(items)
+        jobs = build_many(self._client.registry, items)
         return await inserts_db.insert_batch(self.connection, self._client.schema, jobs)
 
     async def copy_many(self, items: Iterable[Any]) -> int:
         """Bulk-load jobs inside the transaction; same items as ``client.copy_many``."""
-        jobs = self._client.build_many(items)
+        jobs = build_many(self._client.registry, items)
         return await inserts_db.copy_batch(self.connection, self._client.schema, jobs)
 
 
@@ -179,7 +199,7 @@ class AsyncClientBase:
         await self.close()
 
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[AsyncConnection[Any]]:
+    async def _connection(self) -> AsyncIterator[AsyncConnection[Any]]:
         """Borrow an autocommit connection from the pool."""
         await self.open()
         async with self.pool.connection() as conn:
@@ -219,23 +239,13 @@ class AsyncClientBase:
 
         return register
 
-    def build(self, request: EnqueueRequest) -> NewJob:
+    def _build(self, request: EnqueueRequest) -> NewJob:
         """Validate one insert request against this client's registry."""
-        return build_job(
-            request,
-            default_queue=self.registry.queue_of,
-            default_max_attempts=self.registry.max_attempts_of,
-        )
+        return build_one(self.registry, request)
 
-    def build_many(self, items: Iterable[Any]) -> list[NewJob]:
+    def _build_many(self, items: Iterable[Any]) -> list[NewJob]:
         """Validate many inserts; items are args or :class:`wai.EnqueueRequest`."""
-        queue_of, max_attempts_of = self.registry.queue_of, self.registry.max_attempts_of
-        return [
-            self.build(item)
-            if isinstance(item, EnqueueRequest)
-            else build_args_job(item, default_queue=queue_of, default_max_attempts=max_attempts_of)
-            for item in items
-        ]
+        return build_many(self.registry, items)
 
     # -- hooks and follow-up specs ----------------------------------------------------
     # Each works as a call, ``client.on_completed_enqueue(Signup, fn)``, and as a
@@ -336,13 +346,13 @@ class AsyncClientBase:
 
     async def migrate(self) -> list[int]:
         """Apply pending migrations; returns the versions applied. Safe to run concurrently."""
-        async with self.connection() as conn:
+        async with self._connection() as conn:
             applied = await db.migrate_apply(conn, self.schema)
         return [m.version for m in applied]
 
     async def pending_migrations(self) -> list[int]:
         """Versions not yet applied to the database."""
-        async with self.connection() as conn:
+        async with self._connection() as conn:
             done = await db.migrate_applied(conn, self.schema)
         return [m.version for m in migrations() if m.version not in done]
 
@@ -377,7 +387,7 @@ class AsyncClientBase:
         declares (``@wai.kind``), else to the kind's registered task, else to
         ``"default"``, 2 and 25; ``run_at`` makes the job ``scheduled`` until then.
         """
-        job = self.build(
+        job = self._build(
             EnqueueRequest(
                 args,
                 kind=kind,
@@ -404,7 +414,7 @@ class AsyncClientBase:
 
     async def insert_many(self, items: Iterable[Any]) -> list[JobRow]:
         """Insert many jobs in one statement and one transaction; rows follow input order."""
-        jobs = self.build_many(items)
+        jobs = self._build_many(items)
         await self.open()
         async with self.pool.connection() as conn:
             if all(job.unique_key is None for job in jobs):
@@ -423,7 +433,7 @@ class AsyncClientBase:
         large batches, for what it gives up: no rows come back (no ids), and a job
         with ``unique=`` raises :class:`wai.ValidationError` (nothing is written).
         """
-        jobs = self.build_many(items)
+        jobs = self._build_many(items)
         await self.open()
         async with self.pool.connection() as conn, conn.transaction():
             return await inserts_db.copy_batch(conn, self.schema, jobs)
@@ -431,7 +441,7 @@ class AsyncClientBase:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncTransaction]:
         """A transaction for business writes and job inserts that commit together."""
-        async with self.connection() as conn:
+        async with self._connection() as conn:
             async with conn.transaction():
                 tx = AsyncTransaction(self, conn)
                 yield tx
@@ -447,7 +457,7 @@ class AsyncClientBase:
         dead-letter queue.
         """
         job_id = check_job_id(job_id)
-        async with self.connection() as conn:
+        async with self._connection() as conn:
             with translate_errors(self.schema):
                 row = await db.job_get(conn, self.schema, job_id)
                 dead = await dlq_db.dlq_get(conn, self.schema, job_id) if row is None else None
@@ -485,7 +495,7 @@ class AsyncClientBase:
                 check_text(value, name)
         before_id = check_filter_id(before_id, "before_id")
         trigger_job_id = check_filter_id(trigger_job_id, "trigger_job_id")
-        async with self.connection() as conn:
+        async with self._connection() as conn:
             with translate_errors(self.schema):
                 return await db.job_list(
                     conn,
@@ -512,7 +522,7 @@ class AsyncClientBase:
         :class:`wai.InvalidStateError` for a completed, failed or cancelled job.
         """
         job_id = check_job_id(job_id)
-        async with self.connection() as conn:
+        async with self._connection() as conn:
             with translate_errors(self.schema):
                 found = await db.job_cancel(conn, self.schema, job_id)
         if found is None:
@@ -535,7 +545,7 @@ class AsyncClientBase:
         any other state.
         """
         job_id = check_job_id(job_id)
-        async with self.connection() as conn:
+        async with self._connection() as conn:
             with translate_errors(self.schema):
                 found = await db.job_retry(conn, self.schema, job_id)
         if found is None:
@@ -552,14 +562,14 @@ class AsyncClientBase:
         finish. Pausing a paused queue changes nothing.
         """
         validate_queue(name)
-        async with self.connection() as conn:
+        async with self._connection() as conn:
             with translate_errors(self.schema):
                 await db.queue_pause(conn, self.schema, name)
 
     async def resume_queue(self, name: str) -> None:
         """Let workers claim from queue ``name`` again; idle workers are woken at once."""
         validate_queue(name)
-        async with self.connection() as conn:
+        async with self._connection() as conn:
             with translate_errors(self.schema):
                 await db.queue_resume(conn, self.schema, name)
 
@@ -572,13 +582,13 @@ class AsyncClientBase:
         queue that producers keep filling.
         """
         validate_queue(name)
-        async with self.connection() as conn:
+        async with self._connection() as conn:
             with translate_errors(self.schema):
                 return await db.queue_drain(conn, self.schema, name)
 
     async def queue_stats(self) -> list[QueueStats]:
         """One :class:`wai.QueueStats` per queue that has jobs or was paused, by name."""
-        async with self.connection() as conn:
+        async with self._connection() as conn:
             with translate_errors(self.schema):
                 return await db.queue_stats(conn, self.schema)
 
@@ -590,7 +600,7 @@ class AsyncClientBase:
         shuts down gracefully; rows of crashed processes linger until the
         maintenance leader collects them (3 x their record interval, at least 30 s).
         """
-        async with self.connection() as conn:
+        async with self._connection() as conn:
             with translate_errors(self.schema):
                 return await db.runtime_instance_list(conn, self.schema)
 

@@ -15,10 +15,10 @@ from typing import Any, Protocol
 
 from psycopg import Connection
 
+from wai._registry import Registry
 from wai._translate import translate_errors
-from wai.registry import Registry
 
-__all__ = ["ClientCore", "translated"]
+__all__ = ["ClientCore", "borrow", "translated"]
 
 
 class ClientCore(Protocol):
@@ -34,14 +34,19 @@ class ClientCore(Protocol):
         """The tasks, follow-up specs, hooks and schedules registered with the client."""
         ...
 
-    def connection(self) -> AbstractContextManager[Connection[Any]]:
+    def _connection(self) -> AbstractContextManager[Connection[Any]]:
         """Borrow an autocommit connection from the client's pool."""
         ...
+
+
+def borrow(core: ClientCore) -> AbstractContextManager[Connection[Any]]:
+    """Borrow an autocommit connection of ``core`` (its database errors as they are)."""
+    return core._connection()  # pyright: ignore[reportPrivateUsage]
 
 
 @contextmanager
 def translated(core: ClientCore) -> Iterator[Connection[Any]]:
     """Borrow a connection of ``core`` whose database errors become wai errors."""
-    with core.connection() as conn:
+    with borrow(core) as conn:
         with translate_errors(core.schema):
             yield conn

@@ -14,10 +14,10 @@ from typing import Any, Protocol
 
 from psycopg import AsyncConnection
 
+from wai._registry import Registry
 from wai._translate import translate_errors
-from wai.registry import Registry
 
-__all__ = ["AsyncClientCore", "translated"]
+__all__ = ["AsyncClientCore", "borrow", "translated"]
 
 
 class AsyncClientCore(Protocol):
@@ -33,14 +33,19 @@ class AsyncClientCore(Protocol):
         """The tasks, follow-up specs, hooks and schedules registered with the client."""
         ...
 
-    def connection(self) -> AbstractAsyncContextManager[AsyncConnection[Any]]:
+    def _connection(self) -> AbstractAsyncContextManager[AsyncConnection[Any]]:
         """Borrow an autocommit connection from the client's pool."""
         ...
+
+
+def borrow(core: AsyncClientCore) -> AbstractAsyncContextManager[AsyncConnection[Any]]:
+    """Borrow an autocommit connection of ``core`` (its database errors as they are)."""
+    return core._connection()  # pyright: ignore[reportPrivateUsage]
 
 
 @asynccontextmanager
 async def translated(core: AsyncClientCore) -> AsyncIterator[AsyncConnection[Any]]:
     """Borrow a connection of ``core`` whose database errors become wai errors."""
-    async with core.connection() as conn:
+    async with borrow(core) as conn:
         with translate_errors(core.schema):
             yield conn

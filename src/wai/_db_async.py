@@ -16,14 +16,14 @@ from typing import Any, LiteralString
 from psycopg import AsyncConnection, sql
 from psycopg.rows import RowMaker, dict_row, tuple_row
 
+from wai._admin import QueueStats
+from wai._inserts import NewJob, inserted_row
+from wai._instances import RuntimeInstance
+from wai._job import JobRow, JobState
+from wai._migrate import Migration, ledger_sql, lock_key, pending
+from wai._outcomes import Outcome
+from wai._queues import QueueSettings
 from wai._sql import query, validate_schema
-from wai.admin import QueueStats
-from wai.inserts import NewJob, inserted_row
-from wai.instances import RuntimeInstance
-from wai.job import JobRow, JobState
-from wai.migrate import Migration, ledger_sql, lock_key, pending
-from wai.outcomes import Outcome
-from wai.queues import QueueSettings
 
 __all__ = [
     "cancel_channel",

@@ -12,10 +12,10 @@ from typing import Any
 from psycopg import Connection
 
 from wai import _db as db
+from wai._inserts import NewJob
+from wai._job import JobRow, JobState
 from wai._translate import translate_errors
 from wai.errors import UniqueConflict, ValidationError
-from wai.inserts import NewJob
-from wai.job import JobRow, JobState
 
 __all__ = ["copy_batch", "insert_batch", "insert_followups", "insert_one"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from wai.registry import Registry
+from wai._registry import Registry
 
 __all__ = ["KindOrType", "register_hook", "register_spec"]
 

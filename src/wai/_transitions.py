@@ -12,6 +12,11 @@ from psycopg import Connection
 
 from wai import _db as db
 from wai import _inserts_db as inserts_db
+from wai._followups import Applied, error_text, plan_followups, plan_row
+from wai._inserts import NewJob
+from wai._job import JobRow, JobState
+from wai._outcomes import Outcome
+from wai._registry import Registry
 from wai.callbacks import (
     Resolved,
     ResolveRequest,
@@ -23,12 +28,7 @@ from wai.callbacks import _queries as callback_db
 from wai.dlq import _queries as dlq_db
 from wai.dlq import failure_reason
 from wai.errors import FollowUpError, WaiError
-from wai.followups import Applied, error_text, plan_followups, plan_row
-from wai.inserts import NewJob
-from wai.job import JobRow, JobState
 from wai.outbox import _queries as outbox_db
-from wai.outcomes import Outcome
-from wai.registry import Registry
 
 __all__ = ["Planned", "apply_outcomes", "apply_resolution"]
 

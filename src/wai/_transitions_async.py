@@ -11,6 +11,11 @@ from psycopg import AsyncConnection
 
 from wai import _db_async as db
 from wai import _inserts_db_async as inserts_db
+from wai._followups import Applied, error_text, plan_followups, plan_row
+from wai._inserts import NewJob
+from wai._job import JobRow, JobState
+from wai._outcomes import Outcome
+from wai._registry import Registry
 from wai.callbacks import (
     Resolved,
     ResolveRequest,
@@ -22,12 +27,7 @@ from wai.callbacks import _queries_async as callback_db
 from wai.dlq import _queries_async as dlq_db
 from wai.dlq import failure_reason
 from wai.errors import FollowUpError, WaiError
-from wai.followups import Applied, error_text, plan_followups, plan_row
-from wai.inserts import NewJob
-from wai.job import JobRow, JobState
 from wai.outbox import _queries_async as outbox_db
-from wai.outcomes import Outcome
-from wai.registry import Registry
 
 __all__ = ["Planned", "apply_outcomes", "apply_resolution"]
 

@@ -9,11 +9,11 @@ from typing import Any
 from psycopg import AsyncConnection, Connection
 
 from wai import _inserts_db, _inserts_db_async
+from wai._inserts import EnqueueRequest, NewJob, build_job
+from wai._job import JobRow
+from wai._registry import known_queue
 from wai._sql import validate_schema
-from wai.inserts import EnqueueRequest, NewJob, build_job
-from wai.job import JobRow
-from wai.registry import known_queue
-from wai.unique import UniqueOpts
+from wai._unique import UniqueOpts
 
 __all__ = ["insert_job", "insert_job_sync"]
 

@@ -13,9 +13,9 @@ from typing import Any
 from wai._client_base import ClientBase
 from wai._client_base_async import AsyncClientBase
 from wai._logging import emit
+from wai._queues import QueueConfig, normalize_queues
 from wai.callbacks import Resolved
 from wai.errors import ValidationError
-from wai.queues import QueueConfig, normalize_queues
 from wai.worker import Runtime, RuntimeSettings
 
 __all__ = ["AsyncClient", "Client"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from wai.job import JobRow
+from wai._job import JobRow
 
 __all__ = [
     "Cancelled",

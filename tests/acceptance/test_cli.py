@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import wai
-from wai import migrate
+from wai import _migrate as migrate
 
 APP = textwrap.dedent(
     """

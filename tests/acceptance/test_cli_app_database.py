@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 import wai
-from wai import embedded, migrate
+from wai import _embedded as embedded
+from wai import _migrate as migrate
 
 SCHEMA = "wai_app"
 

@@ -20,7 +20,7 @@ import pytest
 
 from tests.acceptance.test_cli import run_wai
 from tests.integration.test_embedded import NEEDS_WHEEL, scratch_data_dir
-from wai import embedded
+from wai import _embedded as embedded
 
 pytestmark = pytest.mark.slow
 

@@ -87,7 +87,7 @@ async def fetch(
     client: wai.AsyncClient, query: LiteralString, params: Any = None
 ) -> list[tuple[Any, ...]]:
     """Run one statement on a pool connection (autocommit) and return its rows, if any."""
-    async with client.connection() as conn:
+    async with client._connection() as conn:
         cur = await conn.execute(query, params)
         return await cur.fetchall() if cur.description else []
 

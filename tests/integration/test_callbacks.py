@@ -18,12 +18,12 @@ import pytest
 import wai
 from tests.integration._helpers import count, db_now, fetch
 from wai import _db_async as db
+from wai._job import JobState
+from wai._outcomes import Outcome
 from wai._transitions_async import apply_outcomes
 from wai.callbacks import CallbackExpressions, compile_expressions
 from wai.callbacks import _queries_async as callback_db
-from wai.job import JobState
 from wai.maintenance import OutboxSweeper, Rescuer
-from wai.outcomes import Outcome
 
 
 @dataclass
@@ -49,7 +49,7 @@ async def claimed(
     """A running attempt of a fresh Pay job with a registered callback."""
     await client.insert(Pay(order=7), queue="q", max_attempts=max_attempts)
     cid = uuid.uuid4()
-    async with client.connection() as conn:
+    async with client._connection() as conn:
         [row] = await db.job_claim(
             conn, client.schema, queue="q", limit=1, deadlines={}, default_deadline=None
         )
@@ -84,7 +84,7 @@ async def parked(
         event="waiting_for_callback",
         callback_id=cid,
     )
-    async with client.connection() as conn:
+    async with client._connection() as conn:
         applied = await apply_outcomes(conn, client.schema, client.registry, [park])
     [after] = applied.rows
     assert after.state == "waiting_external"
@@ -94,7 +94,7 @@ async def parked(
 async def waiting_in_place(client: wai.AsyncClient) -> tuple[wai.JobRow, uuid.UUID]:
     """A Pay job whose handler waits in place on a fresh callback (job.wait_for_callback)."""
     row, cid = await claimed(client)
-    async with client.connection() as conn:
+    async with client._connection() as conn:
         waiting = await callback_db.job_callback_park_in_place(
             conn, client.schema, job_id=row.id, run_lease=row.run_lease, callback_id=cid
         )
@@ -164,7 +164,7 @@ async def test_complete_external_absorbs_the_race_with_the_park(
         event="waiting_for_callback",
         callback_id=cid,
     )
-    async with aclient.connection() as conn:
+    async with aclient._connection() as conn:
         applied = await apply_outcomes(conn, aclient.schema, aclient.registry, [park])
     assert applied.rows == []
     assert (await aclient.get_job(row.id)).state == "completed"
@@ -224,7 +224,7 @@ async def test_retry_external_cannot_loop_a_job_past_max_attempts(
         client.registry.add_spec(Pay, "retried", lambda *a: Receipt(0), with_request=False)
     row, cid = await parked(aclient, max_attempts=2)
     await call(flavor, aclient, sclient, "retry_external", cid)  # attempt 1 of 2: retried
-    async with aclient.connection() as conn:
+    async with aclient._connection() as conn:
         [again] = await db.job_claim(
             conn, aclient.schema, queue="q", limit=1, deadlines={}, default_deadline=None
         )
@@ -819,7 +819,7 @@ async def test_heartbeat_callback_keeps_a_parked_job_from_timing_out(
 
 async def test_a_dead_in_place_waiter_is_rescued_as_stale(aclient: wai.AsyncClient) -> None:
     row, cid = await claimed(aclient)
-    async with aclient.connection() as conn:
+    async with aclient._connection() as conn:
         assert await callback_db.job_callback_park_in_place(
             conn, aclient.schema, job_id=row.id, run_lease=row.run_lease, callback_id=cid
         )

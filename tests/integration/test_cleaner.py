@@ -141,7 +141,7 @@ async def test_cleaner_deletes_in_bounded_batches(aclient: wai.AsyncClient) -> N
 
 async def test_cleanup_query_can_use_the_finalized_index(aclient: wai.AsyncClient) -> None:
     await _override(aclient, "short", failed="1 minute")
-    async with aclient.connection() as conn:
+    async with aclient._connection() as conn:
         await conn.execute("SET enable_seqscan = off")
         cur = await conn.execute(
             "EXPLAIN " + query("job_delete_finalized", "wai"),
@@ -251,7 +251,7 @@ async def test_outbox_cleanup_is_batched_and_skips_rows_a_sweeper_holds(
 ) -> None:
     old = [await _outbox(aclient, age=2 * DAY) for _ in range(7)]
     held = old[0]
-    async with aclient.connection() as conn, conn.transaction():
+    async with aclient._connection() as conn, conn.transaction():
         # a sweeper dispatching the oldest row right now holds its lock
         await conn.execute("SELECT 1 FROM wai.outbox WHERE id = %s FOR UPDATE", (held,))
         first = await _cleaner(aclient, outbox=DAY, batch_size=2, max_batches=2).run_once()

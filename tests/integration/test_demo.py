@@ -1,4 +1,4 @@
-"""``wai.demo.run`` in this process: its exit status follows what the database holds."""
+"""``wai._demo.run`` in this process: its exit status follows what the database holds."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from wai import demo
+from wai import _demo as demo
 from wai.client import AsyncClient
 from wai.errors import WaiError
 

@@ -17,11 +17,11 @@ import pytest
 import wai
 from tests.integration._helpers import FLAVORS, Admin, Work, count, db_now, fetch, serving, wait_for
 from wai import _db_async as db
+from wai._outcomes import Outcome
 from wai._transitions_async import apply_outcomes
 from wai.callbacks import CallbackExpressions
 from wai.callbacks import _queries_async as callback_db
 from wai.maintenance import Cleaner, Rescuer
-from wai.outcomes import Outcome
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -74,7 +74,7 @@ async def dead(client: wai.AsyncClient, **kw: Any) -> wai.JobRow:
 
 
 async def claim(client: wai.AsyncClient, queue: str = "q") -> wai.JobRow:
-    async with client.connection() as conn:
+    async with client._connection() as conn:
         [row] = await db.job_claim(
             conn, client.schema, queue=queue, limit=1, deadlines={}, default_deadline=None
         )
@@ -150,7 +150,7 @@ async def test_a_queue_without_dlq_keeps_its_failed_jobs(aclient: wai.AsyncClien
         error="x",
         terminal=True,
     )
-    async with aclient.connection() as conn:
+    async with aclient._connection() as conn:
         applied = await apply_outcomes(conn, aclient.schema, aclient.registry, [fail])
     assert applied.dead_lettered == {}
     assert (await aclient.get_job(row.id)).state == "failed"
@@ -178,7 +178,7 @@ async def test_a_failure_moves_whether_or_not_its_row_is_read(
         ),
         Outcome(job_id=passing.id, run_lease=1, state=wai.JobState.COMPLETED, event="completed"),
     ]
-    async with aclient.connection() as conn:
+    async with aclient._connection() as conn:
         applied = await apply_outcomes(
             conn, aclient.schema, aclient.registry, outcomes, with_rows=with_rows
         )
@@ -201,7 +201,7 @@ async def test_a_stale_outcome_moves_nothing(aclient: wai.AsyncClient, with_rows
         error="late",
         terminal=True,
     )
-    async with aclient.connection() as conn:
+    async with aclient._connection() as conn:
         applied = await apply_outcomes(
             conn, aclient.schema, aclient.registry, [stale], with_rows=with_rows
         )
@@ -259,7 +259,7 @@ async def with_callback(
 ) -> uuid.UUID:
     """Register a callback for the attempt ``claimed`` (and park on it): its id."""
     cid = uuid.uuid4()
-    async with client.connection() as conn:
+    async with client._connection() as conn:
         await callback_db.job_callback_register(
             conn,
             client.schema,
@@ -650,7 +650,7 @@ async def test_a_failing_move_rolls_back_the_failure_and_its_followups(
         error="x",
         terminal=True,
     )
-    async with aclient.connection() as conn:
+    async with aclient._connection() as conn:
         with pytest.raises(psycopg.errors.RaiseException, match="dlq unavailable"):
             await apply_outcomes(conn, aclient.schema, aclient.registry, [fail])
     assert (await aclient.get_job(row.id)).state == "running"

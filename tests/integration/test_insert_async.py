@@ -29,7 +29,7 @@ from tests.factories import (
     execute,
     set_state,
 )
-from wai.unique import unique_key
+from wai._unique import unique_key
 
 
 @dataclass

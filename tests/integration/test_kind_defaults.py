@@ -14,7 +14,7 @@ import pytest
 
 import wai
 from tests.integration._helpers import serving, wait_job
-from wai.kinds import declared
+from wai._kinds import declared
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -183,10 +183,10 @@ async def test_elector_attempt_renews_only_its_own_lease(aclient: wai.AsyncClien
     assert not await b.attempt()
     assert await a.attempt()  # renewal
     assert await _leader_ids(aclient) == [a.leader_id]
-    async with aclient.connection() as conn:
+    async with aclient._connection() as conn:
         await db.leader_resign(conn, aclient.schema, name="maintenance", leader_id=b.leader_id)
     assert await _leader_ids(aclient) == [a.leader_id]  # b cannot resign a's lease
-    async with aclient.connection() as conn:
+    async with aclient._connection() as conn:
         await db.leader_resign(conn, aclient.schema, name="maintenance", leader_id=a.leader_id)
     assert await b.attempt()
 

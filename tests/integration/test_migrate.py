@@ -11,8 +11,8 @@ from psycopg import sql
 
 import wai
 from tests.factories import SendEmail, count_jobs, table_exists
+from wai._migrate import migrations, script
 from wai.errors import SchemaNotMigrated, ValidationError
-from wai.migrate import migrations, script
 
 ALL = [m.version for m in migrations()]
 

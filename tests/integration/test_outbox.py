@@ -46,7 +46,7 @@ async def claimed_and_abandoned(
     client: wai.AsyncClient, *, max_attempts: int = 25, how: str = "heartbeat", order_id: int = 1
 ) -> wai.JobRow:
     job = await client.insert(Charge(order_id=order_id), queue="q", max_attempts=max_attempts)
-    async with client.connection() as conn:
+    async with client._connection() as conn:
         (row,) = await db.job_claim(
             conn, client.schema, queue="q", limit=1, deadlines={}, default_deadline=None
         )
@@ -418,7 +418,7 @@ async def test_two_sweepers_in_parallel_dispatch_each_row_once(
     aclient.on_rescued_enqueue(Charge, lambda a, j, r: Refund(order_id=a.order_id), name="refund")
     n = 60
     await aclient.insert_many([wai.EnqueueRequest(Charge(order_id=i), queue="q") for i in range(n)])
-    async with aclient.connection() as conn:
+    async with aclient._connection() as conn:
         claimed = await db.job_claim(
             conn, aclient.schema, queue="q", limit=n, deadlines={}, default_deadline=None
         )

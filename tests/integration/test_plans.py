@@ -63,7 +63,7 @@ def generic_plan(conn: psycopg.Connection[Any], name: str, schema: str) -> str:
 def analyzed(sclient: wai.Client) -> wai.Client:
     """2,000 available and 2,000 completed jobs, analyzed while none is running."""
     sclient.insert_many([Work() for _ in range(2000)])
-    with sclient.connection() as conn:
+    with sclient._connection() as conn:
         conn.execute(f"UPDATE {sclient.schema}.jobs SET state = 'completed' WHERE id % 2 = 0")
         conn.execute(f"ANALYZE {sclient.schema}.jobs")
     return sclient
@@ -80,7 +80,7 @@ def analyzed(sclient: wai.Client) -> wai.Client:
     ],
 )
 def test_the_generic_plan_finds_rows_by_primary_key(analyzed: wai.Client, name: str) -> None:
-    with analyzed.connection() as conn:
+    with analyzed._connection() as conn:
         plan = generic_plan(conn, name, analyzed.schema)
     assert "jobs_pkey" in plan, plan
     assert "Seq Scan on jobs" not in plan, plan
@@ -104,7 +104,7 @@ async def test_the_analyzer_refreshes_statistics_a_small_table_grew_out_of(
     until new statistics invalidate it; on a server without autovacuum nobody takes them.
     """
     sclient.insert_many([Work() for _ in range(5)])
-    with sclient.connection() as conn:
+    with sclient._connection() as conn:
         conn.execute(f"ANALYZE {sclient.schema}.jobs")
         assert "Seq Scan on jobs" in generic_plan(conn, "job_finalize_many_ids", sclient.schema)
     analyzer = Analyzer(aclient.pool, aclient.schema, interval=30)
@@ -121,7 +121,7 @@ async def test_the_analyzer_refreshes_statistics_a_small_table_grew_out_of(
     result = await wait_for(analyzed, 15, what="an ANALYZE after 3,000 inserts")
     assert result.changed >= 3000
     for name in ("job_claim", "job_finalize_many_ids", "job_heartbeat_many"):
-        with sclient.connection() as conn:
+        with sclient._connection() as conn:
             plan = generic_plan(conn, name, sclient.schema)
         assert "jobs_pkey" in plan, plan
         assert "Seq Scan on jobs" not in plan, plan

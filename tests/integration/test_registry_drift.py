@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import wai
 from tests.integration._helpers import FAST, wait_for
-from wai.instances import registry_drift
+from wai._instances import registry_drift
 
 
 @dataclass

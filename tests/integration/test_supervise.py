@@ -30,9 +30,9 @@ from tests.integration._helpers import (
     wait_job,
 )
 from wai import _db_async as db
+from wai._registry import Registry
 from wai.maintenance import OutboxSweeper, Promoter
 from wai.maintenance._leader import Elector
-from wai.registry import Registry
 from wai.worker import Runtime
 from wai.worker._notifier import Notifier
 from wai.worker._producer import QueueProducer

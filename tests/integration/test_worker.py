@@ -748,7 +748,7 @@ async def test_finished_heartbeat_skips_a_locked_row_and_waits_on_nothing(
         async with serving(aclient, maintenance=False):
             locked, free = await aclient.insert(Work(n=1)), await aclient.insert(Work(n=2))
             await wait_for(lambda: sum(held) == 2, 5, what="both outcomes held")
-            async with aclient.connection() as other, other.transaction():
+            async with aclient._connection() as other, other.transaction():
                 await other.execute("SELECT 1 FROM wai.jobs WHERE id = %s FOR UPDATE", (locked.id,))
                 frozen = (await aclient.get_job(locked.id)).heartbeat_at
                 mark = (await aclient.get_job(free.id)).heartbeat_at

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import wai
-from wai.admin import CANCELLABLE_STATES, RETRYABLE_STATES, QueueStats, check_job_id, rejected
+from wai._admin import CANCELLABLE_STATES, RETRYABLE_STATES, QueueStats, check_job_id, rejected
 from wai.worker._notifier import parse_cancel
 
 

@@ -11,8 +11,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from wai._job import JobState, Trigger
 from wai.cli._tables import json_text, jsonable
-from wai.job import JobState, Trigger
 
 AMSTERDAM_1900 = datetime(1900, 5, 1, 12, 0, tzinfo=ZoneInfo("Europe/Amsterdam"))  # +00:19:32
 

@@ -16,8 +16,8 @@ import pytest
 import wai
 from tests.rich_args import Color, Level, Mode, Profile, Rich, sample
 from wai._codec import check_decodable, decode_args, dumps, encode_args
+from wai._registry import Registry
 from wai.errors import SerializationError, ValidationError
-from wai.registry import Registry
 
 
 def roundtrip(args: Any) -> Any:

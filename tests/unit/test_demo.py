@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime
 
-from wai.demo import problems
-from wai.job import JobRow, JobState, Trigger
+from wai._demo import problems
+from wai._job import JobRow, JobState, Trigger
 
 NOW = datetime(2026, 5, 1, tzinfo=UTC)
 

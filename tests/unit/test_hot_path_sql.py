@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from wai._job import ROW_COLUMNS
+from wai._registry import Registry
 from wai._sql import QUERIES
-from wai.job import ROW_COLUMNS
-from wai.registry import Registry
 
 
 def _returning(name: str) -> list[str]:

@@ -12,10 +12,10 @@ import pytest
 
 from tests.factories import HOSTILE, Counter, SendEmail
 from wai._db_async import _batch_params, _job_params  # pyright: ignore[reportPrivateUsage]
+from wai._inserts import EnqueueRequest, NewJob, build_job
+from wai._job import INSERT_COLUMNS, ROW_COLUMNS, JobRow, JobState, Trigger
 from wai._sql import QUERIES
-from wai.inserts import EnqueueRequest, NewJob, build_job
-from wai.job import INSERT_COLUMNS, ROW_COLUMNS, JobRow, JobState, Trigger
-from wai.unique import UniqueOpts
+from wai._unique import UniqueOpts
 
 INSERTS = ("job_insert", "job_insert_unique", "job_insert_many", "job_insert_many_unique")
 

@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 
 from tests.factories import HOSTILE, SendEmail
-from wai.errors import SerializationError, ValidationError
-from wai.inserts import (
+from wai._inserts import (
     MAX_TAGS,
     EnqueueRequest,
     NewJob,
@@ -16,7 +15,8 @@ from wai.inserts import (
     build_job,
     validate_queue,
 )
-from wai.job import JobState
+from wai._job import JobState
+from wai.errors import SerializationError, ValidationError
 
 
 def no_default(_kind: str) -> str | None:

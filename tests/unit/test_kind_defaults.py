@@ -12,12 +12,12 @@ import pydantic
 import pytest
 
 import wai
+from wai._followups import Spec, evaluate
+from wai._inserts import EnqueueRequest, build_args_job, build_job, inserted_row
+from wai._kinds import KindDefaults, declared, kind_of, kind_of_type
+from wai._registry import Registry
 from wai.cron import Periodic
 from wai.errors import ValidationError
-from wai.followups import Spec, evaluate
-from wai.inserts import EnqueueRequest, build_args_job, build_job, inserted_row
-from wai.kinds import KindDefaults, declared, kind_of, kind_of_type
-from wai.registry import Registry
 
 
 def nothing(_kind: str) -> None:

@@ -15,9 +15,9 @@ import pydantic
 import pytest
 
 from tests.factories import HOSTILE, ChargeCard, Counter, HTMLToPDF, ResizeImage, SendEmail
+from wai._inserts import validate_queue
+from wai._kinds import decode_args, dumps, encode_args, kind_of, kind_of_type, snake_case
 from wai.errors import SerializationError, ValidationError
-from wai.inserts import validate_queue
-from wai.kinds import decode_args, dumps, encode_args, kind_of, kind_of_type, snake_case
 
 
 @pytest.mark.parametrize(

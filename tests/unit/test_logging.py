@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from wai._logging import JsonFormatter, configure, emit
-from wai.outcomes import describe_exception
+from wai._outcomes import describe_exception
 
 
 class Unprintable:

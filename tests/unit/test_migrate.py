@@ -6,9 +6,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from wai import migrate
+from wai import _migrate as migrate
+from wai._migrate import ledger_sql, lock_key, migrations, pending, script
 from wai.errors import ValidationError
-from wai.migrate import ledger_sql, lock_key, migrations, pending, script
 
 
 def test_migrations_are_numbered_without_gaps() -> None:

@@ -7,10 +7,10 @@ from uuid import UUID
 
 import pytest
 
+from wai._job import JobState
+from wai._outcomes import Outcome, decide, describe_exception
+from wai._results import CallbackToken, Cancel, RetryAfter, Snooze, WaitForCallback
 from wai.errors import TerminalError, ValidationError
-from wai.job import JobState
-from wai.outcomes import Outcome, decide, describe_exception
-from wai.results import CallbackToken, Cancel, RetryAfter, Snooze, WaitForCallback
 
 
 def run(result: Any = None, *, exc: BaseException | None = None, attempt: int = 1) -> Outcome:

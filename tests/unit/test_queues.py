@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import wai
-from wai.queues import normalize_queues
+from wai._queues import normalize_queues
 
 
 @pytest.mark.parametrize("value", [0, -1, True, math.inf, math.nan, "1h", 1e12])

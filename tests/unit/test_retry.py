@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from wai.retry import MAX_BACKOFF, backoff
+from wai._retry import MAX_BACKOFF, backoff
 
 
 class FixedRandom(random.Random):

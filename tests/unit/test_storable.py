@@ -15,15 +15,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.factories import SendEmail
+from wai._kinds import dumps, encode_args
+from wai._outcomes import decide, describe_exception
+from wai._queues import QueueConfig
+from wai._registry import Registry
+from wai._results import Cancel, RetryAfter, Snooze
 from wai._seconds import MAX_SECONDS, check_seconds
 from wai._storable import check_json, check_text
 from wai._text import storable
 from wai.errors import FollowUpError, ValidationError
-from wai.kinds import dumps, encode_args
-from wai.outcomes import decide, describe_exception
-from wai.queues import QueueConfig
-from wai.registry import Registry
-from wai.results import Cancel, RetryAfter, Snooze
 from wai.worker import RuntimeSettings
 
 #: Any text, NUL bytes and lone surrogates (category Cs) included, and drawn often.

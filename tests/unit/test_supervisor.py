@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from wai import cli
+from wai._supervisor import USAGE_ERROR, Supervisor, describe_exit
 from wai.cli import worker
-from wai.supervisor import USAGE_ERROR, Supervisor, describe_exit
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from wai._job import JobState, Trigger
 from wai.cli._tables import cell, duration, json_text, jsonable, table, when
-from wai.job import JobState, Trigger
 
 
 def test_table_aligns_columns_and_right_aligns_the_last_ones() -> None:

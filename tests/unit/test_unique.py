@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from tests.factories import SendEmail
+from wai._inserts import EnqueueRequest, build_job
+from wai._job import JobState
+from wai._unique import DEFAULT_UNIQUE_STATES, UniqueOpts, unique_key
 from wai.errors import ValidationError
-from wai.inserts import EnqueueRequest, build_job
-from wai.job import JobState
-from wai.unique import DEFAULT_UNIQUE_STATES, UniqueOpts, unique_key
 
 NOW = datetime(2024, 5, 1, 12, 30, tzinfo=UTC)
 

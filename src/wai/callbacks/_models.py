@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from uuid import UUID
 
+from wai._job import JobRow, JobState
+from wai._kinds import dumps
+from wai._outcomes import Outcome
 from wai._storable import check_json, check_text
 from wai.errors import CallbackNotFound, ValidationError
-from wai.job import JobRow, JobState
-from wai.kinds import dumps
-from wai.outcomes import Outcome
 
 __all__ = [
     "DEFAULT_ACTIONS",

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from psycopg import Connection
 
-from wai._core import ClientCore
+from wai._core import ClientCore, borrow
+from wai._job import JobRow, JobState
+from wai._kinds import dumps
 from wai._transitions import apply_resolution
 from wai._translate import translate_errors
 from wai.callbacks import _queries as callback_db
@@ -25,8 +27,6 @@ from wai.callbacks._models import (
     payload_json,
 )
 from wai.errors import CallbackNotFound, InvalidStateError, ValidationError
-from wai.job import JobRow, JobState
-from wai.kinds import dumps
 
 if TYPE_CHECKING:
     from wai._client_base import Transaction
@@ -140,7 +140,7 @@ class CallbackOps:
                     raise
             tx.after_commit.append(functools.partial(self._on_resolved, resolved))
             return resolved
-        with self._core.connection() as conn:
+        with borrow(self._core) as conn:
             with translate_errors(schema):
                 try:
                     resolved = apply_resolution(conn, schema, registry, req)

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from psycopg import AsyncConnection
 
-from wai._core_async import AsyncClientCore
+from wai._core_async import AsyncClientCore, borrow
+from wai._job import JobRow, JobState
+from wai._kinds import dumps
 from wai._transitions_async import apply_resolution
 from wai._translate import translate_errors
 from wai.callbacks import _queries_async as callback_db
@@ -24,8 +26,6 @@ from wai.callbacks._models import (
     payload_json,
 )
 from wai.errors import CallbackNotFound, InvalidStateError, ValidationError
-from wai.job import JobRow, JobState
-from wai.kinds import dumps
 
 if TYPE_CHECKING:
     from wai._client_base_async import AsyncTransaction
@@ -139,7 +139,7 @@ class AsyncCallbackOps:
                     raise
             tx.after_commit.append(functools.partial(self._on_resolved, resolved))
             return resolved
-        async with self._core.connection() as conn:
+        async with borrow(self._core) as conn:
             with translate_errors(schema):
                 try:
                     resolved = await apply_resolution(conn, schema, registry, req)

@@ -11,9 +11,9 @@ from psycopg import Connection
 from psycopg.rows import dict_row
 
 from wai._db import channel
+from wai._job import JobRow
 from wai._sql import query, validate_schema
 from wai.callbacks._models import CallbackExpressions
-from wai.job import JobRow
 
 __all__ = [
     "callback_channel",

@@ -10,9 +10,9 @@ from psycopg import AsyncConnection
 from psycopg.rows import dict_row
 
 from wai._db_async import channel
+from wai._job import JobRow
 from wai._sql import query, validate_schema
 from wai.callbacks._models import CallbackExpressions
-from wai.job import JobRow
 
 __all__ = [
     "callback_channel",

@@ -2,7 +2,7 @@
 
 The database comes from ``--database-url``, else ``WAI_DATABASE_URL``, else
 ``DATABASE_URL``; with none, an embedded PostgreSQL is started (and announced on
-stderr, see :mod:`wai.embedded`). A command taking ``APP`` imports it first and uses
+stderr, see :mod:`wai._embedded`). A command taking ``APP`` imports it first and uses
 its client's own URL and schema (see :func:`wai.cli._app.load_runtime_app`). Exit
 codes: 0 success, 1 failure (a failed ``--check``, an unreachable database, a wai
 error), 2 usage error (bad options, a bad ``APP``). Errors print ``wai: error: ...``

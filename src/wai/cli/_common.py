@@ -76,7 +76,7 @@ def database_url(args: argparse.Namespace, stack: contextlib.ExitStack) -> str:
 
 def embedded_database_url(stack: contextlib.ExitStack) -> str:
     """Start (or join) the embedded server, announced on stderr, until ``stack`` closes."""
-    from wai import embedded  # only when no URL is configured
+    from wai import _embedded as embedded  # only when no URL is configured
 
     err("no database URL given (--database-url, WAI_DATABASE_URL or DATABASE_URL)", "")
     return stack.enter_context(embedded.embedded_database(announce=lambda m: err(m, "")))

@@ -13,9 +13,9 @@ from uuid import UUID
 
 import orjson
 
-from wai.admin import QueueStats
-from wai.instances import RuntimeInstance
-from wai.job import JobRow, JobState
+from wai._admin import QueueStats
+from wai._instances import RuntimeInstance
+from wai._job import JobRow, JobState
 
 __all__ = [
     "cell",

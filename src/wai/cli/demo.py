@@ -1,4 +1,4 @@
-"""``wai demo``: the signup flow of :mod:`wai.demo`, on its own schema (``wai_demo``)."""
+"""``wai demo``: the signup flow of :mod:`wai._demo`, on its own schema (``wai_demo``)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def add_commands(sub: SubParsers) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
-    from wai import demo  # only needed for `demo`
+    from wai import _demo as demo  # only needed for `demo`
 
     url = database_url(args, stack)
     # A closed stdout (`wai demo | head`) raises BrokenPipeError out of here once the

@@ -13,6 +13,7 @@ import contextlib
 import shlex
 from typing import TYPE_CHECKING, Any
 
+from wai._job import JobState
 from wai.cli import _tables
 from wai.cli._common import (
     ProgressBar,
@@ -30,7 +31,6 @@ from wai.cli._common import (
     yes_option,
 )
 from wai.dlq import DlqEntry
-from wai.job import JobState
 
 if TYPE_CHECKING:
     from wai.cli._common import SubParsers

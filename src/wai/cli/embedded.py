@@ -1,8 +1,8 @@
 """``wai embedded ...``: status, stop and reset of the embedded PostgreSQL.
 
-One small function per subcommand over :mod:`wai.embedded`. The data directory is
+One small function per subcommand over :mod:`wai._embedded`. The data directory is
 the one every ``wai`` command uses when it gets no database URL
-(:func:`wai.embedded.default_data_dir`: ``$WAI_EMBEDDED_DIR``, else
+(:func:`wai._embedded.default_data_dir`: ``$WAI_EMBEDDED_DIR``, else
 ``$XDG_DATA_HOME/wai/pg``, else ``~/.local/share/wai/pg``; ``/var/lib/wai/pg`` as
 root). None of these commands starts a server or needs a database URL.
 """
@@ -14,7 +14,7 @@ import contextlib
 import os
 from typing import TYPE_CHECKING
 
-from wai import embedded
+from wai import _embedded as embedded
 from wai.cli import _tables
 from wai.cli._common import confirm, err, json_option, yes_option
 

@@ -6,9 +6,9 @@ import argparse
 import contextlib
 from typing import TYPE_CHECKING
 
+from wai._instances import registry_drift
 from wai.cli import _tables
 from wai.cli._common import admin_client, err, group, json_option, subparser
-from wai.instances import registry_drift
 
 if TYPE_CHECKING:
     from wai.cli._common import SubParsers

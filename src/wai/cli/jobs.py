@@ -1,7 +1,7 @@
 """``wai jobs ...``: list, show, retry and cancel jobs.
 
 One small function per subcommand over the client's operator methods
-(:mod:`wai.admin`).
+(:mod:`wai._admin`).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import argparse
 import contextlib
 from typing import TYPE_CHECKING
 
+from wai._job import JobState
 from wai.cli import _tables
 from wai.cli._common import admin_client, err, group, json_option, limit, subparser
-from wai.job import JobState
 
 if TYPE_CHECKING:
     from wai.cli._common import SubParsers

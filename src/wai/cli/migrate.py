@@ -12,7 +12,7 @@ import contextlib
 import sys
 from typing import TYPE_CHECKING
 
-from wai import migrate
+from wai import _migrate as migrate
 from wai._translate import migrate_command
 from wai.cli._app import AppNeedsDatabaseURL, load_runtime_app
 from wai.cli._common import UsageError, database_url, err, subparser

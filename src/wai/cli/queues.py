@@ -6,10 +6,10 @@ import argparse
 import contextlib
 from typing import TYPE_CHECKING
 
+from wai._inserts import validate_queue
 from wai.cli import _tables
 from wai.cli._common import admin_client, confirm, err, group, json_option, subparser, yes_option
 from wai.cli.outbox import stats_line
-from wai.inserts import validate_queue
 
 if TYPE_CHECKING:
     from wai.cli._common import SubParsers

@@ -1,7 +1,7 @@
 """``wai worker`` and ``wai maintenance``: run APP's workers, or only its leader services.
 
 ``wai worker --processes N`` runs N such workers as child processes under a
-:class:`wai.supervisor.Supervisor` (see :func:`_supervise`). Both commands log
+:class:`wai._supervisor.Supervisor` (see :func:`_supervise`). Both commands log
 through :mod:`wai._logging` and accept the runtime's timings in seconds.
 """
 
@@ -202,8 +202,8 @@ def _runtime_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _supervise(args: argparse.Namespace, client: AsyncClient, url: str) -> int:
-    """`wai worker --processes N`: N child workers under a :class:`wai.supervisor.Supervisor`."""
-    from wai.supervisor import Supervisor
+    """`wai worker --processes N`: N child workers under a :class:`wai._supervisor.Supervisor`."""
+    from wai._supervisor import Supervisor
 
     with Client(client.database_url, schema=client.schema, max_connections=1) as check:
         check.check_schema()  # fail once here rather than in every child, again and again

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Literal, get_args
 
+from wai._inserts import EnqueueRequest, NewJob, build_job
 from wai._storable import check_text
 from wai.cron._expr import CronExpression, due_fires, parse_zone
 from wai.errors import ValidationError
-from wai.inserts import EnqueueRequest, NewJob, build_job
 
 __all__ = [
     "CRON_METADATA_KEY",

@@ -7,10 +7,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from wai._core import ClientCore, translated
+from wai._job import JobRow
 from wai.cron import _queries as cron_db
 from wai.cron._models import Periodic, Schedule, check_name
 from wai.errors import ScheduleNotFound
-from wai.job import JobRow
 
 __all__ = ["CronOps"]
 

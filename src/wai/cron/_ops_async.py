@@ -6,10 +6,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from wai._core_async import AsyncClientCore, translated
+from wai._job import JobRow
 from wai.cron import _queries_async as cron_db
 from wai.cron._models import Periodic, Schedule, check_name
 from wai.errors import ScheduleNotFound
-from wai.job import JobRow
 
 __all__ = ["AsyncCronOps"]
 

@@ -12,10 +12,10 @@ from psycopg import AsyncConnection
 from psycopg.rows import dict_row
 
 from wai._db_async import channel
+from wai._inserts import NewJob
+from wai._job import JobRow
 from wai._sql import query
 from wai.cron._models import Periodic, Schedule
-from wai.inserts import NewJob
-from wai.job import JobRow
 
 __all__ = [
     "ActiveSchedule",

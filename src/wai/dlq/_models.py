@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
+from wai._inserts import validate_queue
+from wai._job import JobRow
 from wai._storable import check_text
 from wai.errors import ValidationError
-from wai.inserts import validate_queue
-from wai.job import JobRow
 
 __all__ = [
     "DLQ_REASONS",

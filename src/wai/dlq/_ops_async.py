@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
+from wai._admin import check_job_id
 from wai._core_async import AsyncClientCore, translated
-from wai.admin import check_job_id
+from wai._inserts import check_run_at, validate_queue
+from wai._job import JobRow
 from wai.dlq import _queries_async as dlq_db
 from wai.dlq._models import DlqEntry, DlqFilter, check_reason, decode_cursor
 from wai.errors import InvalidStateError, JobNotFound, UniqueConflict, ValidationError
-from wai.inserts import check_run_at, validate_queue
-from wai.job import JobRow
 
 __all__ = ["AsyncDlqOps", "Progress"]
 

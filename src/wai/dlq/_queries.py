@@ -12,9 +12,9 @@ from psycopg import Connection
 from psycopg.rows import dict_row
 
 from wai._db import channel
+from wai._job import JobRow, JobState
 from wai._sql import query
 from wai.dlq._models import DlqEntry, DlqFilter
-from wai.job import JobRow, JobState
 
 __all__ = [
     "RetryBatch",

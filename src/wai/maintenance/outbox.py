@@ -11,13 +11,13 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from wai import _inserts_db_async as inserts_db
+from wai._followups import decode_for, evaluate
+from wai._job import JobRow
+from wai._registry import Registry
 from wai._text import storable
 from wai.errors import FollowUpError, SerializationError
-from wai.followups import decode_for, evaluate
-from wai.job import JobRow
 from wai.maintenance._service import PeriodicService
 from wai.outbox import _queries_async as outbox_db
-from wai.registry import Registry
 
 __all__ = ["OutboxSweeper", "SweepResult", "describe"]
 

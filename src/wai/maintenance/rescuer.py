@@ -11,10 +11,10 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
+from wai._job import JobRow, JobState
 from wai._logging import emit
 from wai.dlq import _queries_async as dlq_db
 from wai.dlq import failure_reason
-from wai.job import JobRow, JobState
 from wai.maintenance._service import PeriodicService
 
 __all__ = ["Rescuer", "RescuerResult"]

@@ -14,17 +14,17 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from wai import _inserts_db_async as inserts_db
+from wai._context import AttemptState
+from wai._followups import plan_followups
+from wai._inserts import NewJob
+from wai._job import JobRow, JobState
+from wai._outcomes import Outcome
+from wai._registry import Registry
+from wai._results import CallbackToken
 from wai._translate import translate_errors
 from wai.callbacks import CallbackExpressions
 from wai.callbacks import _queries_async as callback_db
-from wai.context import AttemptState
 from wai.errors import FollowUpError, StaleAttempt, ValidationError, WaiError
-from wai.followups import plan_followups
-from wai.inserts import NewJob
-from wai.job import JobRow, JobState
-from wai.outcomes import Outcome
-from wai.registry import Registry
-from wai.results import CallbackToken
 from wai.worker._hooks import HookDispatcher
 from wai.worker._notifier import parse_cancel
 

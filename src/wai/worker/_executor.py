@@ -9,13 +9,13 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from wai._context import AttemptState, Job
+from wai._job import JobRow, JobState
+from wai._kinds import decode_args
+from wai._outcomes import Outcome, decide
+from wai._registry import Registry
 from wai._text import storable
-from wai.context import AttemptState, Job
 from wai.errors import SerializationError
-from wai.job import JobRow, JobState
-from wai.kinds import decode_args
-from wai.outcomes import Outcome, decide
-from wai.registry import Registry
 
 __all__ = ["INTERRUPTED", "execute", "interrupted_outcome", "shutdown_outcome"]
 

@@ -13,16 +13,16 @@ from psycopg import AsyncConnection
 from psycopg.errors import QueryCanceled, TransactionRollback
 from psycopg_pool import AsyncConnectionPool
 
+from wai._context import AttemptState
+from wai._followups import Applied, error_text, plan_row
+from wai._job import JobRow
 from wai._logging import emit
+from wai._outcomes import Outcome, decide, expected_row, stamped
+from wai._registry import Registry
 from wai._supervise import repeat
 from wai._text import storable
 from wai._transitions_async import Planned, apply_outcomes
-from wai.context import AttemptState
 from wai.errors import FollowUpError
-from wai.followups import Applied, error_text, plan_row
-from wai.job import JobRow
-from wai.outcomes import Outcome, decide, expected_row, stamped
-from wai.registry import Registry
 from wai.worker._joblog import job_extra, log_written
 
 __all__ = ["Finalizer"]

@@ -12,8 +12,8 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
+from wai._context import AttemptState
 from wai._supervise import repeat
-from wai.context import AttemptState
 
 __all__ = ["Heartbeater"]
 

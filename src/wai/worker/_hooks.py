@@ -7,8 +7,12 @@ import inspect
 import logging
 from collections.abc import Sequence
 
+from wai._context import AttemptState
+from wai._followups import decode_for
+from wai._job import JobRow
+from wai._outcomes import Outcome
+from wai._registry import Registry
 from wai._supervise import supervise
-from wai.context import AttemptState
 from wai.events import (
     Cancelled,
     Completed,
@@ -19,10 +23,6 @@ from wai.events import (
     Started,
     WaitingForCallback,
 )
-from wai.followups import decode_for
-from wai.job import JobRow
-from wai.outcomes import Outcome
-from wai.registry import Registry
 
 __all__ = ["HookDispatcher", "event_for"]
 

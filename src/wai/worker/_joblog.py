@@ -23,10 +23,10 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from wai._context import AttemptState
+from wai._job import JobRow, JobState
 from wai._logging import emit
-from wai.context import AttemptState
-from wai.job import JobRow, JobState
-from wai.outcomes import Outcome
+from wai._outcomes import Outcome
 
 __all__ = ["job_extra", "log_written", "logger"]
 

@@ -15,9 +15,9 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
+from wai._job import JobRow
+from wai._queues import QueueConfig
 from wai._supervise import supervise
-from wai.job import JobRow
-from wai.queues import QueueConfig
 
 __all__ = ["QueueProducer"]
 

@@ -11,10 +11,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from wai import _db_async as db
+from wai._context import AttemptState
+from wai._job import JobRow
 from wai._logging import emit
+from wai._outcomes import Outcome, describe_exception
+from wai._queues import QueueConfig, QueueSettings
 from wai.callbacks import _queries_async as callback_db
-from wai.context import AttemptState
-from wai.job import JobRow
 from wai.maintenance import (
     Aging,
     Analyzer,
@@ -29,8 +31,6 @@ from wai.maintenance import (
     new_instance_id,
 )
 from wai.maintenance._service import stop_tasks
-from wai.outcomes import Outcome, describe_exception
-from wai.queues import QueueConfig, QueueSettings
 from wai.worker._attempt_callbacks import AttemptCallbacks
 from wai.worker._executor import execute, interrupted_outcome, shutdown_outcome
 from wai.worker._finalizer import Finalizer

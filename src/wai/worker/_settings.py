@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from wai._queues import MAX_SECONDS
 from wai.errors import ValidationError
-from wai.queues import MAX_SECONDS
 
 __all__ = ["RuntimeSettings"]
 

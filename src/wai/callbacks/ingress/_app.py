@@ -9,6 +9,7 @@ import psycopg
 from psycopg_pool import PoolTimeout
 
 from wai._client_base_async import AsyncTransaction
+from wai._job import JobRow
 from wai._translate import translate_errors
 from wai.callbacks import _queries_async as callback_db
 from wai.callbacks.ingress._body import CallbackBody, parse_body
@@ -30,7 +31,6 @@ from wai.errors import (
     InvalidStateError,
     ValidationError,
 )
-from wai.job import JobRow
 
 try:
     from starlette.applications import Starlette

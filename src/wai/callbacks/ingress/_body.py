@@ -6,9 +6,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from wai._kinds import dumps
 from wai.callbacks._models import check_error, check_timeout
 from wai.errors import ValidationError
-from wai.kinds import dumps
 
 __all__ = ["FIELDS", "CallbackBody", "parse_body"]
 

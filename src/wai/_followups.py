@@ -9,14 +9,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from wai._inserts import EnqueueRequest, NewJob, build_args_job, build_job
+from wai._job import JobRow
+from wai._kinds import decode_args
+from wai._outcomes import Outcome
 from wai.errors import FollowUpError, WaiError
-from wai.inserts import EnqueueRequest, NewJob, build_args_job, build_job
-from wai.job import JobRow
-from wai.kinds import decode_args
-from wai.outcomes import Outcome
 
 if TYPE_CHECKING:
-    from wai.registry import Registry
+    from wai._registry import Registry
 
 __all__ = [
     "OUTCOMES",

@@ -7,12 +7,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
+from wai._job import JobRow, JobState, Trigger
 from wai._json import loads
-from wai._slots import positional_constructor
-from wai._storable import check_text
-from wai.errors import ValidationError
-from wai.job import JobRow, JobState, Trigger
-from wai.kinds import (
+from wai._kinds import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_PRIORITY,
     DEFAULT_QUEUE,
@@ -21,8 +18,11 @@ from wai.kinds import (
     kind_and_defaults,
     validate_queue,
 )
-from wai.kinds import check_int as _check_int
-from wai.unique import UniqueOpts, unique_key
+from wai._kinds import check_int as _check_int
+from wai._slots import positional_constructor
+from wai._storable import check_text
+from wai._unique import UniqueOpts, unique_key
+from wai.errors import ValidationError
 
 __all__ = [
     "EnqueueRequest",

@@ -259,7 +259,7 @@ async def fresh_schema(database_url: str, schema: str) -> AsyncIterator[None]:
     earlier run): the demo never drops a schema it did not make.
     """
     key = int.from_bytes(
-        hashlib.blake2b(f"wai.demo.{schema}".encode(), digest_size=8).digest(), signed=True
+        hashlib.blake2b(f"wai._demo.{schema}".encode(), digest_size=8).digest(), signed=True
     )
     async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
         got = await (await conn.execute(query("demo_lock", schema), {"key": key})).fetchone()

@@ -85,7 +85,7 @@ ROW_COLUMNS = (
 
 
 #: What an insert statement returns of each new row, in this order: the values the server
-#: chose. The client builds the rest of the row from what it sent (``wai.inserts``).
+#: chose. The client builds the rest of the row from what it sent (``wai._inserts``).
 INSERT_COLUMNS = ("id", "run_at", "created_at", "unique_key")
 
 

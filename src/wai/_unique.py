@@ -10,8 +10,8 @@ from datetime import datetime
 from math import inf
 from typing import Any, Literal
 
+from wai._job import JobState
 from wai.errors import ValidationError
-from wai.job import JobState
 
 __all__ = ["DEFAULT_UNIQUE_STATES", "UniqueOpts", "unique_key"]
 

@@ -12,12 +12,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Protocol, TypeVar
 from uuid import UUID
 
+from wai._job import JobRow, JobState, Trigger
+from wai._kinds import dumps
+from wai._results import CallbackToken
 from wai._storable import check_text
 from wai.callbacks import CallbackExpressions, check_timeout, compile_expressions
 from wai.errors import StaleAttempt, ValidationError
-from wai.job import JobRow, JobState, Trigger
-from wai.kinds import dumps
-from wai.results import CallbackToken
 
 __all__ = ["AttemptState", "CallbackOps", "Job"]
 

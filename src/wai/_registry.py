@@ -8,12 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from wai._codec import check_decodable
-from wai._seconds import check_seconds
-from wai._storable import check_text
-from wai.cron import Periodic
-from wai.errors import ValidationError
-from wai.followups import OUTCOMES, Spec, default_name
-from wai.kinds import (
+from wai._followups import OUTCOMES, Spec, default_name
+from wai._kinds import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_QUEUE,
     KindDefaults,
@@ -22,6 +18,10 @@ from wai.kinds import (
     kind_of_type,
     validate_queue,
 )
+from wai._seconds import check_seconds
+from wai._storable import check_text
+from wai.cron import Periodic
+from wai.errors import ValidationError
 
 __all__ = ["Registry", "Task", "known_queue"]
 

@@ -46,7 +46,7 @@ def migrations() -> list[Migration]:
 
 def lock_key(schema: str) -> int:
     """The advisory lock that serializes migrators of one schema."""
-    digest = hashlib.blake2b(f"wai.migrate.{schema}".encode(), digest_size=8).digest()
+    digest = hashlib.blake2b(f"wai._migrate.{schema}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
 
 

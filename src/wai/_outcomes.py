@@ -9,12 +9,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from wai._job import JobRow, JobState
 from wai._json import loads
+from wai._results import CallbackToken, Cancel, RetryAfter, Snooze, WaitForCallback
+from wai._retry import backoff
 from wai._text import storable
 from wai.errors import FollowUpError, TerminalError
-from wai.job import JobRow, JobState
-from wai.results import CallbackToken, Cancel, RetryAfter, Snooze, WaitForCallback
-from wai.retry import backoff
 
 __all__ = ["Outcome", "decide", "describe_exception", "error_timestamp", "expected_row", "stamped"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from wai._inserts import validate_queue
 from wai._seconds import MAX_SECONDS, check_seconds
 from wai.errors import ValidationError
-from wai.inserts import validate_queue
 
 __all__ = ["MAX_SECONDS", "QueueConfig", "QueueSettings", "normalize_queues"]
 

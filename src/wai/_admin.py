@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from wai._job import JobState
 from wai.errors import InvalidStateError, JobNotFound, ValidationError
-from wai.job import JobState
 
 __all__ = [
     "CANCELLABLE_STATES",
