@@ -1,16 +1,17 @@
-"""The database seam of jobs, queues, leadership and maintenance: one function per named query.
+"""The database seam of jobs and queues that both clients use: one function per named query.
 
-The queries of ``jobs.sql``, ``admin.sql``, ``leader.sql`` and ``maintenance.sql``; each feature
+The shared queries of ``jobs.sql``, ``admin.sql`` and ``maintenance.sql`` (the source of the
+generated sync :mod:`wai._db`). Queries only the async runtime runs live next to their users,
+async only: :mod:`wai.worker._queries` (claim, heartbeats, runtime records) and
+:mod:`wai.maintenance._queries` (leadership, promotion, rescue, cleanup, aging). Each feature
 package (:mod:`wai.dlq`, :mod:`wai.cron`, :mod:`wai.outbox`, :mod:`wai.callbacks`) has its own.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import operator
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any, LiteralString
 
 from psycopg import AsyncConnection, sql
@@ -22,48 +23,30 @@ from wai._instances import RuntimeInstance
 from wai._job import JobRow, JobState
 from wai._migrate import Migration, ledger_sql, lock_key, pending
 from wai._outcomes import Outcome
-from wai._queues import QueueSettings
 from wai._sql import query, validate_schema
 
 __all__ = [
     "cancel_channel",
     "channel",
-    "followup_specs_upsert",
-    "job_age_priority",
     "job_cancel",
-    "job_claim",
     "job_copy",
-    "job_delete_finalized",
     "job_finalize_many",
     "job_finalize_many_ids",
     "job_get",
     "job_get_by_unique_key",
-    "job_heartbeat_finished",
-    "job_heartbeat_many",
     "job_insert",
     "job_insert_many",
     "job_insert_many_ids",
     "job_list",
     "job_notify_queues",
-    "job_promote_due",
-    "job_rescue",
     "job_retry",
-    "jobs_table_analyze",
-    "jobs_table_stats",
-    "leader_attempt_elect",
-    "leader_resign",
     "migrate_applied",
     "migrate_apply",
-    "outbox_delete_expired",
     "queue_drain",
     "queue_pause",
     "queue_resume",
-    "queue_settings_upsert",
     "queue_stats",
-    "runtime_instance_delete",
-    "runtime_instance_delete_stale",
     "runtime_instance_list",
-    "runtime_instance_upsert",
 ]
 
 
@@ -385,42 +368,6 @@ async def job_list(
     )
 
 
-@functools.lru_cache(maxsize=1024)
-def _claim_query(schema: str, limit: int) -> LiteralString:
-    """job_claim with its LIMIT written as a literal.
-
-    With ``LIMIT %(limit)s`` a generic plan must guess how many rows the claim takes (a
-    tenth of the table), costs far above a custom plan's, and PostgreSQL then plans the
-    prepared claim again at every execution. With the number in the text, each limit a
-    process uses is its own prepared statement whose generic plan is the custom one:
-    planned once per connection.
-    """
-    text = query("job_claim", schema)
-    return text.replace("%(limit)s", str(int(limit)))  # type: ignore[return-value]
-
-
-async def job_claim(
-    conn: AsyncConnection[Any],
-    schema: str,
-    *,
-    queue: str,
-    limit: int,
-    deadlines: dict[str, float],
-    default_deadline: float | None,
-) -> list[JobRow]:
-    """Claim up to ``limit`` available jobs of ``queue``, starting an attempt on each."""
-    return await _positional(
-        conn,
-        _claim_query(schema, limit),
-        {
-            "queue": queue,
-            "deadline_kinds": list(deadlines),
-            "deadline_seconds": list(deadlines.values()),
-            "default_deadline": default_deadline,
-        },
-    )
-
-
 def _finalize_params(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     return {
         "id": [o.job_id for o in outcomes],
@@ -450,78 +397,6 @@ async def job_finalize_many_ids(
     """:func:`job_finalize_many` returning only (id, new state) of the rows that changed."""
     cur = await conn.execute(query("job_finalize_many_ids", schema), _finalize_params(outcomes))
     return [(r[0], JobState(r[1])) for r in await cur.fetchall()]
-
-
-async def job_heartbeat_many(
-    conn: AsyncConnection[Any],
-    schema: str,
-    attempts: Sequence[tuple[int, int, str | None]],
-) -> set[tuple[int, int]]:
-    """Refresh heartbeats (and pending progress); returns the attempts still live."""
-    cur = await conn.execute(
-        query("job_heartbeat_many", schema),
-        {
-            "id": [a[0] for a in attempts],
-            "run_lease": [a[1] for a in attempts],
-            "progress": [a[2] for a in attempts],
-        },
-    )
-    return {(r[0], r[1]) for r in await cur.fetchall()}
-
-
-async def job_heartbeat_finished(
-    conn: AsyncConnection[Any], schema: str, attempts: Sequence[tuple[int, int]]
-) -> set[int]:
-    """Refresh the heartbeat (and clear the deadline) of finished attempts whose rows
-    nobody has locked, never waiting and never writing progress; returns the ids refreshed."""
-    cur = await conn.execute(
-        query("job_heartbeat_finished", schema),
-        {"id": [a[0] for a in attempts], "run_lease": [a[1] for a in attempts]},
-    )
-    return {r[0] for r in await cur.fetchall()}
-
-
-async def job_promote_due(conn: AsyncConnection[Any], schema: str, limit: int) -> dict[str, int]:
-    """Promote due scheduled/retryable jobs; returns how many per queue."""
-    cur = await conn.execute(
-        query("job_promote_due", schema), {"limit": limit, "channel": channel(schema)}
-    )
-    return {r[0]: r[1] for r in await cur.fetchall()}
-
-
-async def leader_attempt_elect(
-    conn: AsyncConnection[Any], schema: str, *, name: str, leader_id: str, ttl: float
-) -> datetime | None:
-    """Take or renew leadership; the election time when this process leads, else None."""
-    cur = await conn.execute(
-        query("leader_attempt_elect", schema), {"name": name, "leader_id": leader_id, "ttl": ttl}
-    )
-    row = await cur.fetchone()
-    return row[1] if row else None
-
-
-async def leader_resign(
-    conn: AsyncConnection[Any], schema: str, *, name: str, leader_id: str
-) -> None:
-    """Give leadership up so another process can take it at once."""
-    await conn.execute(query("leader_resign", schema), {"name": name, "leader_id": leader_id})
-
-
-async def job_rescue(
-    conn: AsyncConnection[Any],
-    schema: str,
-    *,
-    staleness: float,
-    deadline_grace: float,
-    limit: int,
-) -> list[tuple[JobRow, str]]:
-    """Rescue dead, overdue and timed-out attempts; returns each row with its reason."""
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(
-            query("job_rescue", schema),
-            {"staleness": staleness, "deadline_grace": deadline_grace, "limit": limit},
-        )
-        return [(JobRow.from_record(r), r["rescue_reason"]) for r in await cur.fetchall()]
 
 
 async def _operated(
@@ -584,140 +459,8 @@ async def queue_stats(conn: AsyncConnection[Any], schema: str) -> list[QueueStat
         return [QueueStats.from_record(r) for r in await cur.fetchall()]
 
 
-# -- maintenance: runtime records, retention cleanup, priority aging -------------------
-
-
-async def runtime_instance_upsert(
-    conn: AsyncConnection[Any],
-    schema: str,
-    *,
-    instance_id: str,
-    hostname: str,
-    pid: int,
-    version: str,
-    role: str,
-    queues: dict[str, int],
-    concurrency: int,
-    in_flight: int,
-    leader: bool,
-    healthy: bool,
-    health: dict[str, Any],
-    specs: list[dict[str, str]],
-) -> None:
-    """Create or refresh the record of one live process (with the follow-up specs it holds)."""
-    await conn.execute(
-        query("runtime_instance_upsert", schema),
-        {
-            "instance_id": instance_id,
-            "hostname": hostname,
-            "pid": pid,
-            "version": version,
-            "role": role,
-            "queues": json.dumps(queues),
-            "concurrency": concurrency,
-            "in_flight": in_flight,
-            "leader": leader,
-            "healthy": healthy,
-            "health": json.dumps(health),
-            "specs": json.dumps(specs),
-        },
-    )
-
-
-async def runtime_instance_delete(
-    conn: AsyncConnection[Any], schema: str, instance_id: str
-) -> None:
-    """Remove the record of a process that shuts down."""
-    await conn.execute(query("runtime_instance_delete", schema), {"instance_id": instance_id})
-
-
-async def runtime_instance_delete_stale(
-    conn: AsyncConnection[Any], schema: str, *, default_interval: float, min_age: float
-) -> list[str]:
-    """Remove the records of processes presumed dead; returns their instance ids."""
-    cur = await conn.execute(
-        query("runtime_instance_delete_stale", schema),
-        {"default_interval": default_interval, "min_age": min_age},
-    )
-    return [r[0] for r in await cur.fetchall()]
-
-
 async def runtime_instance_list(conn: AsyncConnection[Any], schema: str) -> list[RuntimeInstance]:
     """Every recorded process, oldest first."""
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(query("runtime_instance_list", schema))
         return [RuntimeInstance.from_record(r) for r in await cur.fetchall()]
-
-
-async def followup_specs_upsert(
-    conn: AsyncConnection[Any], schema: str, pairs: Sequence[tuple[str, str]]
-) -> None:
-    """Record the (kind, outcome) pairs a starting runtime holds follow-up specs for."""
-    await conn.execute(
-        query("followup_specs_upsert", schema),
-        {"kind": [k for k, _ in pairs], "outcome": [o for _, o in pairs]},
-    )
-
-
-async def queue_settings_upsert(
-    conn: AsyncConnection[Any], schema: str, settings: Sequence[QueueSettings]
-) -> None:
-    """Store per-queue settings given in code; a None keeps the stored value."""
-    await conn.execute(
-        query("queue_settings_upsert", schema),
-        {
-            "name": [s.name for s in settings],
-            "retention": [s.retention for s in settings],
-            "aging": [s.priority_aging for s in settings],
-            "dlq": [s.dlq for s in settings],
-            "dlq_retention": [s.dlq_retention for s in settings],
-        },
-    )
-
-
-async def jobs_table_stats(conn: AsyncConnection[Any], schema: str) -> tuple[float, int]:
-    """(reltuples, rows changed since the last analyze) of the jobs table."""
-    cur = await conn.execute(
-        query("jobs_table_stats", schema), {"table": f'"{validate_schema(schema)}".jobs'}
-    )
-    row = await cur.fetchone()
-    return (float(row[0]), int(row[1])) if row else (-1.0, 0)
-
-
-async def jobs_table_analyze(conn: AsyncConnection[Any], schema: str) -> None:
-    """ANALYZE the jobs table."""
-    await conn.execute(query("jobs_table_analyze", schema))
-
-
-async def job_delete_finalized(
-    conn: AsyncConnection[Any],
-    schema: str,
-    *,
-    completed: float,
-    failed: float,
-    cancelled: float,
-    limit: int,
-) -> dict[str, int]:
-    """Delete up to ``limit`` terminal jobs past their retention; returns counts per state."""
-    cur = await conn.execute(
-        query("job_delete_finalized", schema),
-        {"completed": completed, "failed": failed, "cancelled": cancelled, "limit": limit},
-    )
-    return {r[0]: r[1] for r in await cur.fetchall()}
-
-
-async def outbox_delete_expired(
-    conn: AsyncConnection[Any], schema: str, *, retention: float, limit: int
-) -> int:
-    """Delete up to ``limit`` outbox rows older than ``retention`` seconds; returns the count."""
-    cur = await conn.execute(
-        query("outbox_delete_expired", schema), {"retention": retention, "limit": limit}
-    )
-    row = await cur.fetchone()
-    return int(row[0]) if row else 0
-
-
-async def job_age_priority(conn: AsyncConnection[Any], schema: str, limit: int) -> dict[str, int]:
-    """Raise the priority of long-waiting jobs of aging queues; returns counts per queue."""
-    cur = await conn.execute(query("job_age_priority", schema), {"limit": limit})
-    return {r[0]: r[1] for r in await cur.fetchall()}

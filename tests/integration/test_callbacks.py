@@ -17,13 +17,13 @@ import pytest
 
 import wai
 from tests.integration._helpers import count, db_now, fetch
-from wai import _db_async as db
 from wai._job import JobState
 from wai._outcomes import Outcome
 from wai._transitions_async import apply_outcomes
 from wai.callbacks import CallbackExpressions, compile_expressions
 from wai.callbacks import _queries_async as callback_db
 from wai.maintenance import OutboxSweeper, Rescuer
+from wai.worker import _queries as worker_db
 
 
 @dataclass
@@ -50,7 +50,7 @@ async def claimed(
     await client.insert(Pay(order=7), queue="q", max_attempts=max_attempts)
     cid = uuid.uuid4()
     async with client._connection() as conn:
-        [row] = await db.job_claim(
+        [row] = await worker_db.job_claim(
             conn, client.schema, queue="q", limit=1, deadlines={}, default_deadline=None
         )
         registered = await callback_db.job_callback_register(
@@ -225,7 +225,7 @@ async def test_retry_external_cannot_loop_a_job_past_max_attempts(
     row, cid = await parked(aclient, max_attempts=2)
     await call(flavor, aclient, sclient, "retry_external", cid)  # attempt 1 of 2: retried
     async with aclient._connection() as conn:
-        [again] = await db.job_claim(
+        [again] = await worker_db.job_claim(
             conn, aclient.schema, queue="q", limit=1, deadlines={}, default_deadline=None
         )
         assert (again.id, again.attempt) == (row.id, 2)

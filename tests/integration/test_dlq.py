@@ -16,12 +16,12 @@ import pytest
 
 import wai
 from tests.integration._helpers import FLAVORS, Admin, Work, count, db_now, fetch, serving, wait_for
-from wai import _db_async as db
 from wai._outcomes import Outcome
 from wai._transitions_async import apply_outcomes
 from wai.callbacks import CallbackExpressions
 from wai.callbacks import _queries_async as callback_db
 from wai.maintenance import Cleaner, Rescuer
+from wai.worker import _queries as worker_db
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -75,7 +75,7 @@ async def dead(client: wai.AsyncClient, **kw: Any) -> wai.JobRow:
 
 async def claim(client: wai.AsyncClient, queue: str = "q") -> wai.JobRow:
     async with client._connection() as conn:
-        [row] = await db.job_claim(
+        [row] = await worker_db.job_claim(
             conn, client.schema, queue=queue, limit=1, deadlines={}, default_deadline=None
         )
     return row

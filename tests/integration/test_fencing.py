@@ -29,6 +29,7 @@ from tests.integration._helpers import (
 from wai import _db_async as db
 from wai._job import JobState
 from wai._outcomes import Outcome
+from wai.worker import _queries as worker_db
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -176,7 +177,7 @@ async def test_stale_attempt_cannot_flush_progress(aclient: wai.AsyncClient, fla
 
 async def _claim(client: wai.AsyncClient, limit: int = 1) -> list[wai.JobRow]:
     async with client._connection() as conn:
-        return await db.job_claim(
+        return await worker_db.job_claim(
             conn, client.schema, queue="fence", limit=limit, deadlines={}, default_deadline=None
         )
 
@@ -239,14 +240,14 @@ async def test_heartbeat_with_a_wrong_lease_matches_no_row(aclient: wai.AsyncCli
     before = await aclient.get_job(inserted.id)
     await asyncio.sleep(0.01)  # make a real heartbeat distinguishable
     async with aclient._connection() as conn:
-        live = await db.job_heartbeat_many(
+        live = await worker_db.job_heartbeat_many(
             conn, aclient.schema, [(claimed.id, claimed.run_lease + 1, '{"percent": 5}')]
         )
     assert live == set()
     assert await aclient.get_job(inserted.id) == before
 
     async with aclient._connection() as conn:
-        live = await db.job_heartbeat_many(
+        live = await worker_db.job_heartbeat_many(
             conn, aclient.schema, [(claimed.id, claimed.run_lease, '{"percent": 5}')]
         )
     assert live == {(claimed.id, claimed.run_lease)}
@@ -275,11 +276,11 @@ async def test_finished_heartbeat_is_guarded_skips_locked_rows_and_keeps_progres
         await locker.execute("SELECT 1 FROM wai.jobs WHERE id = %s FOR UPDATE", (b.id,))
         async with aclient._connection() as conn:
             # a wrong lease, a row locked by someone else, a row no longer running
-            assert await db.job_heartbeat_finished(conn, aclient.schema, attempts) == set()
+            assert await worker_db.job_heartbeat_finished(conn, aclient.schema, attempts) == set()
     assert {r.id: await aclient.get_job(r.id) for r in (a, b, c)} == before
 
     async with aclient._connection() as conn:
-        assert await db.job_heartbeat_finished(conn, aclient.schema, attempts) == {b.id}
+        assert await worker_db.job_heartbeat_finished(conn, aclient.schema, attempts) == {b.id}
     beat = await aclient.get_job(b.id)
     assert beat.heartbeat_at > before[b.id].heartbeat_at  # type: ignore[operator]
     assert beat.deadline_at is None  # the handler's deadline no longer applies

@@ -9,11 +9,11 @@ import pytest
 
 import wai
 from tests.integration._helpers import Work, wait_for
-from wai import _db_async as db
 from wai._context import AttemptState
 from wai._job import JobRow
 from wai._outcomes import Outcome
 from wai.worker import _finalizer
+from wai.worker import _queries as worker_db
 from wai.worker._finalizer import Finalizer
 
 pytestmark = pytest.mark.timeout(30)
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.timeout(30)
 async def running(client: wai.AsyncClient) -> JobRow:
     await client.insert(Work(), queue="q")
     async with client._connection() as conn:
-        [row] = await db.job_claim(
+        [row] = await worker_db.job_claim(
             conn, client.schema, queue="q", limit=1, deadlines={}, default_deadline=None
         )
     return row

@@ -11,10 +11,10 @@ import pytest
 
 import wai
 from tests.integration._helpers import count, fetch, serving, wait_for, wait_job
-from wai import _db_async as db
 from wai._job import JobState
 from wai._outcomes import Outcome
 from wai._transitions_async import apply_outcomes
+from wai.worker import _queries as worker_db
 
 
 @dataclass
@@ -29,7 +29,7 @@ class Welcome:
 
 async def claim(client: wai.AsyncClient, n: int = 10) -> list[wai.JobRow]:
     async with client._connection() as conn:
-        return await db.job_claim(
+        return await worker_db.job_claim(
             conn, client.schema, queue="q", limit=n, deadlines={}, default_deadline=None
         )
 

@@ -23,6 +23,7 @@ from tests.integration._helpers import (
 )
 from wai import _db_async as db
 from wai.maintenance import Elector, Promoter, PromoterResult
+from wai.maintenance import _queries as maintenance_db
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -184,10 +185,14 @@ async def test_elector_attempt_renews_only_its_own_lease(aclient: wai.AsyncClien
     assert await a.attempt()  # renewal
     assert await _leader_ids(aclient) == [a.leader_id]
     async with aclient._connection() as conn:
-        await db.leader_resign(conn, aclient.schema, name="maintenance", leader_id=b.leader_id)
+        await maintenance_db.leader_resign(
+            conn, aclient.schema, name="maintenance", leader_id=b.leader_id
+        )
     assert await _leader_ids(aclient) == [a.leader_id]  # b cannot resign a's lease
     async with aclient._connection() as conn:
-        await db.leader_resign(conn, aclient.schema, name="maintenance", leader_id=a.leader_id)
+        await maintenance_db.leader_resign(
+            conn, aclient.schema, name="maintenance", leader_id=a.leader_id
+        )
     assert await b.attempt()
 
 

@@ -14,8 +14,8 @@ import pytest
 import wai
 from tests.factories import execute
 from tests.integration._helpers import count, fetch, wait_for
-from wai import _db_async as db
 from wai.maintenance import Cleaner, OutboxSweeper, Rescuer, SweepResult
+from wai.worker import _queries as worker_db
 
 
 @dataclass
@@ -47,7 +47,7 @@ async def claimed_and_abandoned(
 ) -> wai.JobRow:
     job = await client.insert(Charge(order_id=order_id), queue="q", max_attempts=max_attempts)
     async with client._connection() as conn:
-        (row,) = await db.job_claim(
+        (row,) = await worker_db.job_claim(
             conn, client.schema, queue="q", limit=1, deadlines={}, default_deadline=None
         )
     column = "heartbeat_at" if how == "heartbeat" else "deadline_at"
@@ -419,7 +419,7 @@ async def test_two_sweepers_in_parallel_dispatch_each_row_once(
     n = 60
     await aclient.insert_many([wai.EnqueueRequest(Charge(order_id=i), queue="q") for i in range(n)])
     async with aclient._connection() as conn:
-        claimed = await db.job_claim(
+        claimed = await worker_db.job_claim(
             conn, aclient.schema, queue="q", limit=n, deadlines={}, default_deadline=None
         )
     assert len(claimed) == n

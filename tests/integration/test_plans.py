@@ -17,10 +17,10 @@ from psycopg._queries import PostgresQuery  # pyright: ignore[reportPrivateImpor
 
 import wai
 from tests.integration._helpers import Work, wait_for
-from wai._db import _claim_query  # pyright: ignore[reportPrivateUsage]
 from wai._sql import query
 from wai.maintenance import Analyzer, AnalyzerResult
 from wai.maintenance.analyzer import needs_analyze
+from wai.worker._queries import _claim_query  # pyright: ignore[reportPrivateUsage]
 
 PARAMS: dict[str, Any] = {
     "id": [1, 2],

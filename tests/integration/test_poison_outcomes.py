@@ -18,10 +18,10 @@ import pytest
 
 import wai
 from tests.integration._helpers import fetch, serving, wait_for, wait_job
-from wai import _db_async as db
 from wai._context import AttemptState
 from wai._job import JobRow, JobState
 from wai._outcomes import Outcome
+from wai.worker import _queries as worker_db
 from wai.worker._finalizer import Finalizer
 
 pytestmark = pytest.mark.timeout(60)
@@ -50,7 +50,7 @@ def tasks(aclient: wai.AsyncClient) -> None:
 
 async def claim(client: wai.AsyncClient, n: int) -> list[JobRow]:
     async with client._connection() as conn:
-        return await db.job_claim(
+        return await worker_db.job_claim(
             conn, client.schema, queue="q", limit=n, deadlines={}, default_deadline=None
         )
 

@@ -29,11 +29,11 @@ from tests.integration._helpers import (
     wait_gate,
     wait_job,
 )
-from wai import _db_async as db
 from wai._registry import Registry
 from wai.maintenance import OutboxSweeper, Promoter
 from wai.maintenance._leader import Elector
 from wai.worker import Runtime
+from wai.worker import _queries as worker_db
 from wai.worker._notifier import Notifier
 from wai.worker._producer import QueueProducer
 from wai.worker._records import Recorder
@@ -138,7 +138,7 @@ async def test_finalizer_survives_an_unexpected_error(
 async def test_heartbeat_loop_survives_an_unexpected_error(
     aclient: wai.AsyncClient, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    calls = inject(monkeypatch, db, "job_heartbeat_many")
+    calls = inject(monkeypatch, worker_db, "job_heartbeat_many")
     gate = threading.Event()
 
     @aclient.task(Work, queue="q")

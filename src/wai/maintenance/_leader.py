@@ -14,8 +14,8 @@ import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from wai import _db_async as db
 from wai._supervise import repeat
+from wai.maintenance import _queries as maintenance_db
 from wai.maintenance._service import PeriodicService, stop_tasks
 
 __all__ = ["Elector", "new_instance_id"]
@@ -61,7 +61,7 @@ class Elector:
     async def attempt(self) -> bool:
         """Try to take or renew the lease once."""
         async with self._pool.connection() as conn:
-            elected = await db.leader_attempt_elect(
+            elected = await maintenance_db.leader_attempt_elect(
                 conn,
                 self._schema,
                 name=LEADER_NAME,
@@ -93,7 +93,7 @@ class Elector:
             # just before the cancellation, and deleting someone else's lease is impossible.
             try:
                 async with self._pool.connection(timeout=2) as conn:
-                    await db.leader_resign(
+                    await maintenance_db.leader_resign(
                         conn, self._schema, name=LEADER_NAME, leader_id=self.leader_id
                     )
             except Exception as exc:  # the lease expires on its own

@@ -10,7 +10,7 @@ import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from wai import _db_async as db
+from wai.maintenance import _queries as maintenance_db
 from wai.maintenance._service import PeriodicService
 
 __all__ = ["Analyzer", "AnalyzerResult", "needs_analyze"]
@@ -63,11 +63,11 @@ class Analyzer(PeriodicService):
     async def run_once(self) -> AnalyzerResult:
         """Look at the statistics, and analyze the table if they are stale."""
         async with self._pool.connection() as conn:
-            reltuples, changed = await db.jobs_table_stats(conn, self._schema)
+            reltuples, changed = await maintenance_db.jobs_table_stats(conn, self._schema)
             if self._refused or not needs_analyze(reltuples, changed):
                 return AnalyzerResult(reltuples, changed, analyzed=False)
             try:
-                await db.jobs_table_analyze(conn, self._schema)
+                await maintenance_db.jobs_table_analyze(conn, self._schema)
             except psycopg.errors.InsufficientPrivilege as exc:
                 self._refused = True
                 logger.warning(

@@ -8,8 +8,8 @@ from typing import Any, Protocol
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from wai import _db_async as db
 from wai.dlq import _queries_async as dlq_db
+from wai.maintenance import _queries as maintenance_db
 from wai.maintenance._service import PeriodicService
 
 __all__ = ["Cleaner", "CleanerResult"]
@@ -87,7 +87,7 @@ class Cleaner(PeriodicService):
         total: dict[str, int] = {}
         for _ in range(self._max_batches):
             async with self._pool.connection() as conn:
-                batch = await db.job_delete_finalized(
+                batch = await maintenance_db.job_delete_finalized(
                     conn,
                     self._schema,
                     completed=self._completed,
@@ -99,7 +99,7 @@ class Cleaner(PeriodicService):
                 total[state] = total.get(state, 0) + n
             if sum(batch.values()) < self._batch_size:
                 break
-        outbox = await self._expire(db.outbox_delete_expired, self._outbox)
+        outbox = await self._expire(maintenance_db.outbox_delete_expired, self._outbox)
         dead = await self._expire(dlq_db.dlq_delete_expired, self._dlq)
         return CleanerResult(total, outbox, dead)
 

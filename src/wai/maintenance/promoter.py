@@ -8,7 +8,7 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from wai import _db_async as db
+from wai.maintenance import _queries as maintenance_db
 from wai.maintenance._service import PeriodicService
 
 __all__ = ["Promoter", "PromoterResult"]
@@ -40,7 +40,7 @@ class Promoter(PeriodicService):
         total: dict[str, int] = {}
         for _ in range(32):
             async with self._pool.connection() as conn:
-                batch = await db.job_promote_due(conn, self._schema, self._batch_size)
+                batch = await maintenance_db.job_promote_due(conn, self._schema, self._batch_size)
             for queue, n in batch.items():
                 total[queue] = total.get(queue, 0) + n
             if sum(batch.values()) < self._batch_size:

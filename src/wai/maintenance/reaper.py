@@ -8,7 +8,7 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from wai import _db_async as db
+from wai.maintenance import _queries as maintenance_db
 from wai.maintenance._service import PeriodicService
 
 __all__ = ["InstanceReaper", "InstanceReaperResult"]
@@ -49,7 +49,7 @@ class InstanceReaper(PeriodicService):
     async def run_once(self) -> InstanceReaperResult:
         """Delete the stale records once."""
         async with self._pool.connection() as conn:
-            ids = await db.runtime_instance_delete_stale(
+            ids = await maintenance_db.runtime_instance_delete_stale(
                 conn,
                 self._schema,
                 default_interval=self._record_interval,

@@ -10,11 +10,11 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from wai import _db_async as db
 from wai._job import JobRow, JobState
 from wai._logging import emit
 from wai.dlq import _queries_async as dlq_db
 from wai.dlq import failure_reason
+from wai.maintenance import _queries as maintenance_db
 from wai.maintenance._service import PeriodicService
 
 __all__ = ["Rescuer", "RescuerResult"]
@@ -66,7 +66,7 @@ class Rescuer(PeriodicService):
         counts: dict[str, int] = {}
         for _ in range(32):
             async with self._pool.connection() as conn, conn.transaction():
-                rows = await db.job_rescue(
+                rows = await maintenance_db.job_rescue(
                     conn,
                     self._schema,
                     staleness=self._staleness,

@@ -11,9 +11,9 @@ import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from wai import _db_async as db
 from wai._context import AttemptState
 from wai._supervise import repeat
+from wai.worker import _queries as worker_db
 
 __all__ = ["Heartbeater"]
 
@@ -77,7 +77,9 @@ class Heartbeater:
         finished = [(a.job_id, a.run_lease) for a in attempts if a.finished is not None]
         for start in range(0, len(finished), CHUNK):
             async with self._pool.connection() as conn:
-                await db.job_heartbeat_finished(conn, self._schema, finished[start : start + CHUNK])
+                await worker_db.job_heartbeat_finished(
+                    conn, self._schema, finished[start : start + CHUNK]
+                )
         return live_ids
 
     async def _beat_running(self, attempts: Sequence[AttemptState], *, force: bool) -> set[int]:
@@ -94,7 +96,7 @@ class Heartbeater:
             ]
             try:
                 async with self._pool.connection() as conn:
-                    live = await db.job_heartbeat_many(conn, self._schema, items)
+                    live = await worker_db.job_heartbeat_many(conn, self._schema, items)
             except BaseException:
                 for a, item in zip(chunk, items, strict=True):
                     if item[2] is not None:

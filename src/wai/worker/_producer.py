@@ -14,10 +14,10 @@ import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from wai import _db_async as db
 from wai._job import JobRow
 from wai._queues import QueueConfig
 from wai._supervise import supervise
+from wai.worker import _queries as worker_db
 
 __all__ = ["QueueProducer"]
 
@@ -111,7 +111,7 @@ class QueueProducer:
 
     async def _claim(self, limit: int) -> list[JobRow]:
         async with self._pool.connection() as conn:
-            return await db.job_claim(
+            return await worker_db.job_claim(
                 conn,
                 self._schema,
                 queue=self.name,

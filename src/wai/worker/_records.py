@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from wai import _db_async as db
 from wai._supervise import repeat
 from wai._version import __version__
+from wai.worker import _queries as worker_db
 
 if TYPE_CHECKING:
     from wai.worker._runtime import Runtime
@@ -90,7 +90,7 @@ class Recorder:
         """Write the record once."""
         rt = self._runtime
         async with rt.client.pool.connection() as conn:
-            await db.runtime_instance_upsert(conn, rt.client.schema, **self.snapshot())
+            await worker_db.runtime_instance_upsert(conn, rt.client.schema, **self.snapshot())
 
     async def refresh(self) -> bool:
         """Write the record once; a database error is logged, not raised."""
@@ -112,6 +112,6 @@ class Recorder:
         rt = self._runtime
         try:
             async with rt.client.pool.connection(timeout=2) as conn:
-                await db.runtime_instance_delete(conn, rt.client.schema, rt.instance_id)
+                await worker_db.runtime_instance_delete(conn, rt.client.schema, rt.instance_id)
         except Exception as exc:  # the leader collects stale records
             logger.debug("wai: deleting the runtime record failed: %s", exc)

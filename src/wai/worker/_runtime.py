@@ -31,6 +31,7 @@ from wai.maintenance import (
     new_instance_id,
 )
 from wai.maintenance._service import stop_tasks
+from wai.worker import _queries as worker_db
 from wai.worker._attempt_callbacks import AttemptCallbacks
 from wai.worker._executor import execute, interrupted_outcome, shutdown_outcome
 from wai.worker._finalizer import Finalizer
@@ -219,7 +220,7 @@ class Runtime:
         settings = [s for s in every if not s.empty]
         if settings:
             async with self.client.pool.connection() as conn:
-                await db.queue_settings_upsert(conn, self.client.schema, settings)
+                await worker_db.queue_settings_upsert(conn, self.client.schema, settings)
 
     async def _store_specs(self) -> None:
         # The (kind, outcome) pairs this process can dispatch, remembered for good: outbox
@@ -227,7 +228,7 @@ class Runtime:
         pairs = sorted(self.client.registry.specs)
         if pairs:
             async with self.client.pool.connection() as conn:
-                await db.followup_specs_upsert(conn, self.client.schema, pairs)
+                await worker_db.followup_specs_upsert(conn, self.client.schema, pairs)
 
     def _services(self) -> Sequence[PeriodicService]:
         return [

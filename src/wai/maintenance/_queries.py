@@ -1,0 +1,133 @@
+"""The queries only maintenance runs: leader election, promotion, rescue, cleanup, aging,
+statistics and the collection of dead runtime records.
+
+Async only (the sync client runs no maintenance); the SQL is in ``jobs.sql``,
+``leader.sql`` and ``maintenance.sql``, called by name.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg.rows import dict_row
+
+from wai._db_async import channel
+from wai._job import JobRow
+from wai._sql import query, validate_schema
+
+__all__ = [
+    "job_age_priority",
+    "job_delete_finalized",
+    "job_promote_due",
+    "job_rescue",
+    "jobs_table_analyze",
+    "jobs_table_stats",
+    "leader_attempt_elect",
+    "leader_resign",
+    "outbox_delete_expired",
+    "runtime_instance_delete_stale",
+]
+
+
+async def leader_attempt_elect(
+    conn: AsyncConnection[Any], schema: str, *, name: str, leader_id: str, ttl: float
+) -> datetime | None:
+    """Take or renew leadership; the election time when this process leads, else None."""
+    cur = await conn.execute(
+        query("leader_attempt_elect", schema), {"name": name, "leader_id": leader_id, "ttl": ttl}
+    )
+    row = await cur.fetchone()
+    return row[1] if row else None
+
+
+async def leader_resign(
+    conn: AsyncConnection[Any], schema: str, *, name: str, leader_id: str
+) -> None:
+    """Give leadership up so another process can take it at once."""
+    await conn.execute(query("leader_resign", schema), {"name": name, "leader_id": leader_id})
+
+
+async def job_promote_due(conn: AsyncConnection[Any], schema: str, limit: int) -> dict[str, int]:
+    """Promote due scheduled/retryable jobs; returns how many per queue."""
+    cur = await conn.execute(
+        query("job_promote_due", schema), {"limit": limit, "channel": channel(schema)}
+    )
+    return {r[0]: r[1] for r in await cur.fetchall()}
+
+
+async def job_rescue(
+    conn: AsyncConnection[Any],
+    schema: str,
+    *,
+    staleness: float,
+    deadline_grace: float,
+    limit: int,
+) -> list[tuple[JobRow, str]]:
+    """Rescue dead, overdue and timed-out attempts; returns each row with its reason."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
+            query("job_rescue", schema),
+            {"staleness": staleness, "deadline_grace": deadline_grace, "limit": limit},
+        )
+        return [(JobRow.from_record(r), r["rescue_reason"]) for r in await cur.fetchall()]
+
+
+async def runtime_instance_delete_stale(
+    conn: AsyncConnection[Any], schema: str, *, default_interval: float, min_age: float
+) -> list[str]:
+    """Remove the records of processes presumed dead; returns their instance ids."""
+    cur = await conn.execute(
+        query("runtime_instance_delete_stale", schema),
+        {"default_interval": default_interval, "min_age": min_age},
+    )
+    return [r[0] for r in await cur.fetchall()]
+
+
+async def jobs_table_stats(conn: AsyncConnection[Any], schema: str) -> tuple[float, int]:
+    """(reltuples, rows changed since the last analyze) of the jobs table."""
+    cur = await conn.execute(
+        query("jobs_table_stats", schema), {"table": f'"{validate_schema(schema)}".jobs'}
+    )
+    row = await cur.fetchone()
+    return (float(row[0]), int(row[1])) if row else (-1.0, 0)
+
+
+async def jobs_table_analyze(conn: AsyncConnection[Any], schema: str) -> None:
+    """ANALYZE the jobs table."""
+    await conn.execute(query("jobs_table_analyze", schema))
+
+
+async def job_delete_finalized(
+    conn: AsyncConnection[Any],
+    schema: str,
+    *,
+    completed: float,
+    failed: float,
+    cancelled: float,
+    limit: int,
+) -> dict[str, int]:
+    """Delete up to ``limit`` terminal jobs past their retention; returns counts per state."""
+    cur = await conn.execute(
+        query("job_delete_finalized", schema),
+        {"completed": completed, "failed": failed, "cancelled": cancelled, "limit": limit},
+    )
+    return {r[0]: r[1] for r in await cur.fetchall()}
+
+
+async def outbox_delete_expired(
+    conn: AsyncConnection[Any], schema: str, *, retention: float, limit: int
+) -> int:
+    """Delete up to ``limit`` outbox rows older than ``retention`` seconds; returns the count."""
+    cur = await conn.execute(
+        query("outbox_delete_expired", schema), {"retention": retention, "limit": limit}
+    )
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def job_age_priority(conn: AsyncConnection[Any], schema: str, limit: int) -> dict[str, int]:
+    """Raise the priority of long-waiting jobs of aging queues; returns counts per queue."""
+    cur = await conn.execute(query("job_age_priority", schema), {"limit": limit})
+    return {r[0]: r[1] for r in await cur.fetchall()}

@@ -1,0 +1,170 @@
+"""The queries only the worker runs: claim, heartbeats, its runtime record, its settings.
+
+Async only (the sync client never claims or runs jobs); the SQL is in ``jobs.sql`` and
+``maintenance.sql``, called by name.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Sequence
+from typing import Any, LiteralString
+
+from psycopg import AsyncConnection
+from psycopg.rows import RowMaker
+
+from wai._job import JobRow
+from wai._queues import QueueSettings
+from wai._sql import query
+
+__all__ = [
+    "followup_specs_upsert",
+    "job_claim",
+    "job_heartbeat_finished",
+    "job_heartbeat_many",
+    "queue_settings_upsert",
+    "runtime_instance_delete",
+    "runtime_instance_upsert",
+]
+
+
+def _job_rows(_cursor: object) -> RowMaker[JobRow]:
+    """Row factory: each claimed row (``ROW_COLUMNS`` first) as a JobRow."""
+    return JobRow.from_row
+
+
+@functools.lru_cache(maxsize=1024)
+def _claim_query(schema: str, limit: int) -> LiteralString:
+    """job_claim with its LIMIT written as a literal.
+
+    With ``LIMIT %(limit)s`` a generic plan must guess how many rows the claim takes (a
+    tenth of the table), costs far above a custom plan's, and PostgreSQL then plans the
+    prepared claim again at every execution. With the number in the text, each limit a
+    process uses is its own prepared statement whose generic plan is the custom one:
+    planned once per connection.
+    """
+    text = query("job_claim", schema)
+    return text.replace("%(limit)s", str(int(limit)))  # type: ignore[return-value]
+
+
+async def job_claim(
+    conn: AsyncConnection[Any],
+    schema: str,
+    *,
+    queue: str,
+    limit: int,
+    deadlines: dict[str, float],
+    default_deadline: float | None,
+) -> list[JobRow]:
+    """Claim up to ``limit`` available jobs of ``queue``, starting an attempt on each."""
+    async with conn.cursor(row_factory=_job_rows) as cur:
+        await cur.execute(
+            _claim_query(schema, limit),
+            {
+                "queue": queue,
+                "deadline_kinds": list(deadlines),
+                "deadline_seconds": list(deadlines.values()),
+                "default_deadline": default_deadline,
+            },
+        )
+        return await cur.fetchall()
+
+
+async def job_heartbeat_many(
+    conn: AsyncConnection[Any],
+    schema: str,
+    attempts: Sequence[tuple[int, int, str | None]],
+) -> set[tuple[int, int]]:
+    """Refresh heartbeats (and pending progress); returns the attempts still live."""
+    cur = await conn.execute(
+        query("job_heartbeat_many", schema),
+        {
+            "id": [a[0] for a in attempts],
+            "run_lease": [a[1] for a in attempts],
+            "progress": [a[2] for a in attempts],
+        },
+    )
+    return {(r[0], r[1]) for r in await cur.fetchall()}
+
+
+async def job_heartbeat_finished(
+    conn: AsyncConnection[Any], schema: str, attempts: Sequence[tuple[int, int]]
+) -> set[int]:
+    """Refresh the heartbeat (and clear the deadline) of finished attempts whose rows
+    nobody has locked, never waiting and never writing progress; returns the ids refreshed."""
+    cur = await conn.execute(
+        query("job_heartbeat_finished", schema),
+        {"id": [a[0] for a in attempts], "run_lease": [a[1] for a in attempts]},
+    )
+    return {r[0] for r in await cur.fetchall()}
+
+
+async def runtime_instance_upsert(
+    conn: AsyncConnection[Any],
+    schema: str,
+    *,
+    instance_id: str,
+    hostname: str,
+    pid: int,
+    version: str,
+    role: str,
+    queues: dict[str, int],
+    concurrency: int,
+    in_flight: int,
+    leader: bool,
+    healthy: bool,
+    health: dict[str, Any],
+    specs: list[dict[str, str]],
+) -> None:
+    """Create or refresh the record of one live process (with the follow-up specs it holds)."""
+    await conn.execute(
+        query("runtime_instance_upsert", schema),
+        {
+            "instance_id": instance_id,
+            "hostname": hostname,
+            "pid": pid,
+            "version": version,
+            "role": role,
+            "queues": json.dumps(queues),
+            "concurrency": concurrency,
+            "in_flight": in_flight,
+            "leader": leader,
+            "healthy": healthy,
+            "health": json.dumps(health),
+            "specs": json.dumps(specs),
+        },
+    )
+
+
+async def runtime_instance_delete(
+    conn: AsyncConnection[Any], schema: str, instance_id: str
+) -> None:
+    """Remove the record of a process that shuts down."""
+    await conn.execute(query("runtime_instance_delete", schema), {"instance_id": instance_id})
+
+
+async def followup_specs_upsert(
+    conn: AsyncConnection[Any], schema: str, pairs: Sequence[tuple[str, str]]
+) -> None:
+    """Record the (kind, outcome) pairs a starting runtime holds follow-up specs for."""
+    await conn.execute(
+        query("followup_specs_upsert", schema),
+        {"kind": [k for k, _ in pairs], "outcome": [o for _, o in pairs]},
+    )
+
+
+async def queue_settings_upsert(
+    conn: AsyncConnection[Any], schema: str, settings: Sequence[QueueSettings]
+) -> None:
+    """Store per-queue settings given in code; a None keeps the stored value."""
+    await conn.execute(
+        query("queue_settings_upsert", schema),
+        {
+            "name": [s.name for s in settings],
+            "retention": [s.retention for s in settings],
+            "aging": [s.priority_aging for s in settings],
+            "dlq": [s.dlq for s in settings],
+            "dlq_retention": [s.dlq_retention for s in settings],
+        },
+    )
