@@ -111,7 +111,7 @@ def build(url: str, app: str, side: AsyncConnectionPool[Any]) -> wai.AsyncClient
 
     @client.task(Mark, queue="work")
     async def mark(job: wai.Job[Mark]) -> None:
-        async with side._connection() as conn:
+        async with side.connection() as conn:
             await conn.execute(RECORD_RUN, (job.id, job.run_lease, pid))
         delay = job.args.sleep + (job.args.first_sleep if job.attempt == 1 else 0.0)
         if delay:
@@ -156,14 +156,14 @@ def build(url: str, app: str, side: AsyncConnectionPool[Any]) -> wai.AsyncClient
 
     @client.task(Chain, queue="chain")
     async def chain(job: wai.Job[Chain]) -> None:
-        async with side._connection() as conn:
+        async with side.connection() as conn:
             await conn.execute(RECORD_RUN, (job.id, job.run_lease, pid))
         if job.attempt <= job.args.hang_attempts:
             await asyncio.sleep(120)
 
     @client.task(ChainNext, queue="chain-next")
     async def chain_next(job: wai.Job[ChainNext]) -> None:
-        async with side._connection() as conn:
+        async with side.connection() as conn:
             await conn.execute(RECORD_RUN, (job.id, job.run_lease, pid))
 
     # stacked specs: both fire on every completion, in this order, one follow-up each

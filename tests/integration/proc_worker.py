@@ -45,7 +45,7 @@ def build(url: str, side: AsyncConnectionPool[Any]) -> wai.AsyncClient:
 
     @client.task(Race, queue="race")
     async def race(job: wai.Job[Race]) -> None:
-        async with side._connection() as conn:
+        async with side.connection() as conn:
             await conn.execute(
                 "INSERT INTO runs (job_id, pid) VALUES (%s, %s)", (job.id, os.getpid())
             )
