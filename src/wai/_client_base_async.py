@@ -24,12 +24,23 @@ from wai._admin import (
     rejected,
 )
 from wai._connect import CONNECT_TIMEOUT, unreachable
+from wai._context import Job
 from wai._inserts import EnqueueRequest, NewJob, build_args_job, build_job, validate_queue
 from wai._instances import RuntimeInstance
 from wai._job import JobRow, JobState
 from wai._json import configure_async
 from wai._migrate import migrations
-from wai._registration import KindOrType, register_hook, register_spec
+from wai._registration import (
+    CancelledFn,
+    CompletedFn,
+    ExhaustedFn,
+    KindOrType,
+    RescuedFn,
+    RetriedFn,
+    TaskDecorator,
+    register_hook,
+    register_spec,
+)
 from wai._registry import Registry
 from wai._sql import validate_schema
 from wai._storable import check_text
@@ -49,6 +60,8 @@ from wai.outbox._ops_async import AsyncOutboxOps
 __all__ = ["AsyncClientBase", "AsyncTransaction"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def resolve_database_url(database_url: str | None) -> str:
@@ -207,6 +220,26 @@ class AsyncClientBase:
 
     # -- registry ---------------------------------------------------------------------
 
+    @overload
+    def task(
+        self,
+        args_type: type[T],
+        *,
+        kind: str | None = None,
+        queue: str | None = None,
+        deadline: float | None = None,
+        max_attempts: int | None = None,
+    ) -> TaskDecorator[T]: ...
+    @overload
+    def task(
+        self,
+        args_type: str,
+        *,
+        kind: str | None = None,
+        queue: str | None = None,
+        deadline: float | None = None,
+        max_attempts: int | None = None,
+    ) -> TaskDecorator[Any]: ...
     def task(
         self,
         args_type: type[Any] | str,
@@ -215,7 +248,7 @@ class AsyncClientBase:
         queue: str | None = None,
         deadline: float | None = None,
         max_attempts: int | None = None,
-    ) -> Callable[[F], F]:
+    ) -> TaskDecorator[Any]:
         """Register the decorated function as the handler of ``args_type``'s kind.
 
         *queue* is where jobs of the kind go by default (else ``"default"``); *deadline*
@@ -226,7 +259,7 @@ class AsyncClientBase:
         client of the process inserts it alike.
         """
 
-        def register(fn: F) -> F:
+        def register(fn: Callable[[Job[Any]], R]) -> Callable[[Job[Any]], R]:
             self.registry.add_task(
                 args_type,
                 fn,
@@ -266,54 +299,198 @@ class AsyncClientBase:
         """
         return register_hook(self.registry, kind, fn)
 
+    @overload
+    def on_completed_enqueue(
+        self, kind: type[T], fn: None = None, *, name: str | None = None
+    ) -> Callable[[CompletedFn[T]], CompletedFn[T]]: ...
+    @overload
+    def on_completed_enqueue(
+        self, kind: type[T], fn: CompletedFn[T], *, name: str | None = None
+    ) -> CompletedFn[T]: ...
+    @overload
+    def on_completed_enqueue(
+        self, kind: str, fn: None = None, *, name: str | None = None
+    ) -> Callable[[CompletedFn[Any]], CompletedFn[Any]]: ...
+    @overload
+    def on_completed_enqueue(
+        self, kind: str, fn: CompletedFn[Any], *, name: str | None = None
+    ) -> CompletedFn[Any]: ...
     def on_completed_enqueue(
         self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
     ) -> Any:
         """Enqueue ``fn(args, job)``'s result with every completion, in the same transaction."""
         return register_spec(self.registry, kind, "completed", fn, with_request=False, name=name)
 
+    @overload
+    def on_completed_enqueue_with(
+        self, kind: type[T], fn: None = None, *, name: str | None = None
+    ) -> Callable[[CompletedFn[T]], CompletedFn[T]]: ...
+    @overload
+    def on_completed_enqueue_with(
+        self, kind: type[T], fn: CompletedFn[T], *, name: str | None = None
+    ) -> CompletedFn[T]: ...
+    @overload
+    def on_completed_enqueue_with(
+        self, kind: str, fn: None = None, *, name: str | None = None
+    ) -> Callable[[CompletedFn[Any]], CompletedFn[Any]]: ...
+    @overload
+    def on_completed_enqueue_with(
+        self, kind: str, fn: CompletedFn[Any], *, name: str | None = None
+    ) -> CompletedFn[Any]: ...
     def on_completed_enqueue_with(
         self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
     ) -> Any:
         """Like :meth:`on_completed_enqueue`; ``fn`` returns a :class:`wai.EnqueueRequest`."""
         return register_spec(self.registry, kind, "completed", fn, with_request=True, name=name)
 
+    @overload
+    def on_retried_enqueue(
+        self, kind: type[T], fn: None = None, *, name: str | None = None
+    ) -> Callable[[RetriedFn[T]], RetriedFn[T]]: ...
+    @overload
+    def on_retried_enqueue(
+        self, kind: type[T], fn: RetriedFn[T], *, name: str | None = None
+    ) -> RetriedFn[T]: ...
+    @overload
+    def on_retried_enqueue(
+        self, kind: str, fn: None = None, *, name: str | None = None
+    ) -> Callable[[RetriedFn[Any]], RetriedFn[Any]]: ...
+    @overload
+    def on_retried_enqueue(
+        self, kind: str, fn: RetriedFn[Any], *, name: str | None = None
+    ) -> RetriedFn[Any]: ...
     def on_retried_enqueue(
         self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
     ) -> Any:
         """Enqueue ``fn(args, job, error, attempt, next_run_at)``'s result on each retry."""
         return register_spec(self.registry, kind, "retried", fn, with_request=False, name=name)
 
+    @overload
+    def on_retried_enqueue_with(
+        self, kind: type[T], fn: None = None, *, name: str | None = None
+    ) -> Callable[[RetriedFn[T]], RetriedFn[T]]: ...
+    @overload
+    def on_retried_enqueue_with(
+        self, kind: type[T], fn: RetriedFn[T], *, name: str | None = None
+    ) -> RetriedFn[T]: ...
+    @overload
+    def on_retried_enqueue_with(
+        self, kind: str, fn: None = None, *, name: str | None = None
+    ) -> Callable[[RetriedFn[Any]], RetriedFn[Any]]: ...
+    @overload
+    def on_retried_enqueue_with(
+        self, kind: str, fn: RetriedFn[Any], *, name: str | None = None
+    ) -> RetriedFn[Any]: ...
     def on_retried_enqueue_with(
         self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
     ) -> Any:
         """Like :meth:`on_retried_enqueue`; ``fn`` returns a :class:`wai.EnqueueRequest`."""
         return register_spec(self.registry, kind, "retried", fn, with_request=True, name=name)
 
+    @overload
+    def on_exhausted_enqueue(
+        self, kind: type[T], fn: None = None, *, name: str | None = None
+    ) -> Callable[[ExhaustedFn[T]], ExhaustedFn[T]]: ...
+    @overload
+    def on_exhausted_enqueue(
+        self, kind: type[T], fn: ExhaustedFn[T], *, name: str | None = None
+    ) -> ExhaustedFn[T]: ...
+    @overload
+    def on_exhausted_enqueue(
+        self, kind: str, fn: None = None, *, name: str | None = None
+    ) -> Callable[[ExhaustedFn[Any]], ExhaustedFn[Any]]: ...
+    @overload
+    def on_exhausted_enqueue(
+        self, kind: str, fn: ExhaustedFn[Any], *, name: str | None = None
+    ) -> ExhaustedFn[Any]: ...
     def on_exhausted_enqueue(
         self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
     ) -> Any:
         """Enqueue ``fn(args, job, error, attempt)``'s result when the job fails for good."""
         return register_spec(self.registry, kind, "exhausted", fn, with_request=False, name=name)
 
+    @overload
+    def on_exhausted_enqueue_with(
+        self, kind: type[T], fn: None = None, *, name: str | None = None
+    ) -> Callable[[ExhaustedFn[T]], ExhaustedFn[T]]: ...
+    @overload
+    def on_exhausted_enqueue_with(
+        self, kind: type[T], fn: ExhaustedFn[T], *, name: str | None = None
+    ) -> ExhaustedFn[T]: ...
+    @overload
+    def on_exhausted_enqueue_with(
+        self, kind: str, fn: None = None, *, name: str | None = None
+    ) -> Callable[[ExhaustedFn[Any]], ExhaustedFn[Any]]: ...
+    @overload
+    def on_exhausted_enqueue_with(
+        self, kind: str, fn: ExhaustedFn[Any], *, name: str | None = None
+    ) -> ExhaustedFn[Any]: ...
     def on_exhausted_enqueue_with(
         self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
     ) -> Any:
         """Like :meth:`on_exhausted_enqueue`; ``fn`` returns a :class:`wai.EnqueueRequest`."""
         return register_spec(self.registry, kind, "exhausted", fn, with_request=True, name=name)
 
+    @overload
+    def on_cancelled_enqueue(
+        self, kind: type[T], fn: None = None, *, name: str | None = None
+    ) -> Callable[[CancelledFn[T]], CancelledFn[T]]: ...
+    @overload
+    def on_cancelled_enqueue(
+        self, kind: type[T], fn: CancelledFn[T], *, name: str | None = None
+    ) -> CancelledFn[T]: ...
+    @overload
+    def on_cancelled_enqueue(
+        self, kind: str, fn: None = None, *, name: str | None = None
+    ) -> Callable[[CancelledFn[Any]], CancelledFn[Any]]: ...
+    @overload
+    def on_cancelled_enqueue(
+        self, kind: str, fn: CancelledFn[Any], *, name: str | None = None
+    ) -> CancelledFn[Any]: ...
     def on_cancelled_enqueue(
         self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
     ) -> Any:
         """Enqueue ``fn(args, job, reason)``'s result when the job is cancelled."""
         return register_spec(self.registry, kind, "cancelled", fn, with_request=False, name=name)
 
+    @overload
+    def on_cancelled_enqueue_with(
+        self, kind: type[T], fn: None = None, *, name: str | None = None
+    ) -> Callable[[CancelledFn[T]], CancelledFn[T]]: ...
+    @overload
+    def on_cancelled_enqueue_with(
+        self, kind: type[T], fn: CancelledFn[T], *, name: str | None = None
+    ) -> CancelledFn[T]: ...
+    @overload
+    def on_cancelled_enqueue_with(
+        self, kind: str, fn: None = None, *, name: str | None = None
+    ) -> Callable[[CancelledFn[Any]], CancelledFn[Any]]: ...
+    @overload
+    def on_cancelled_enqueue_with(
+        self, kind: str, fn: CancelledFn[Any], *, name: str | None = None
+    ) -> CancelledFn[Any]: ...
     def on_cancelled_enqueue_with(
         self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
     ) -> Any:
         """Like :meth:`on_cancelled_enqueue`; ``fn`` returns a :class:`wai.EnqueueRequest`."""
         return register_spec(self.registry, kind, "cancelled", fn, with_request=True, name=name)
 
+    @overload
+    def on_waiting_for_callback_enqueue(
+        self, kind: type[T], fn: None = None, *, name: str | None = None
+    ) -> Callable[[CompletedFn[T]], CompletedFn[T]]: ...
+    @overload
+    def on_waiting_for_callback_enqueue(
+        self, kind: type[T], fn: CompletedFn[T], *, name: str | None = None
+    ) -> CompletedFn[T]: ...
+    @overload
+    def on_waiting_for_callback_enqueue(
+        self, kind: str, fn: None = None, *, name: str | None = None
+    ) -> Callable[[CompletedFn[Any]], CompletedFn[Any]]: ...
+    @overload
+    def on_waiting_for_callback_enqueue(
+        self, kind: str, fn: CompletedFn[Any], *, name: str | None = None
+    ) -> CompletedFn[Any]: ...
     def on_waiting_for_callback_enqueue(
         self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
     ) -> Any:
@@ -322,6 +499,22 @@ class AsyncClientBase:
             self.registry, kind, "waiting_for_callback", fn, with_request=False, name=name
         )
 
+    @overload
+    def on_waiting_for_callback_enqueue_with(
+        self, kind: type[T], fn: None = None, *, name: str | None = None
+    ) -> Callable[[CompletedFn[T]], CompletedFn[T]]: ...
+    @overload
+    def on_waiting_for_callback_enqueue_with(
+        self, kind: type[T], fn: CompletedFn[T], *, name: str | None = None
+    ) -> CompletedFn[T]: ...
+    @overload
+    def on_waiting_for_callback_enqueue_with(
+        self, kind: str, fn: None = None, *, name: str | None = None
+    ) -> Callable[[CompletedFn[Any]], CompletedFn[Any]]: ...
+    @overload
+    def on_waiting_for_callback_enqueue_with(
+        self, kind: str, fn: CompletedFn[Any], *, name: str | None = None
+    ) -> CompletedFn[Any]: ...
     def on_waiting_for_callback_enqueue_with(
         self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
     ) -> Any:
@@ -330,12 +523,44 @@ class AsyncClientBase:
             self.registry, kind, "waiting_for_callback", fn, with_request=True, name=name
         )
 
+    @overload
+    def on_rescued_enqueue(
+        self, kind: type[T], fn: None = None, *, name: str | None = None
+    ) -> Callable[[RescuedFn[T]], RescuedFn[T]]: ...
+    @overload
+    def on_rescued_enqueue(
+        self, kind: type[T], fn: RescuedFn[T], *, name: str | None = None
+    ) -> RescuedFn[T]: ...
+    @overload
+    def on_rescued_enqueue(
+        self, kind: str, fn: None = None, *, name: str | None = None
+    ) -> Callable[[RescuedFn[Any]], RescuedFn[Any]]: ...
+    @overload
+    def on_rescued_enqueue(
+        self, kind: str, fn: RescuedFn[Any], *, name: str | None = None
+    ) -> RescuedFn[Any]: ...
     def on_rescued_enqueue(
         self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
     ) -> Any:
         """Enqueue ``fn(args, job, reason)``'s result when maintenance rescues an attempt."""
         return register_spec(self.registry, kind, "rescued", fn, with_request=False, name=name)
 
+    @overload
+    def on_rescued_enqueue_with(
+        self, kind: type[T], fn: None = None, *, name: str | None = None
+    ) -> Callable[[RescuedFn[T]], RescuedFn[T]]: ...
+    @overload
+    def on_rescued_enqueue_with(
+        self, kind: type[T], fn: RescuedFn[T], *, name: str | None = None
+    ) -> RescuedFn[T]: ...
+    @overload
+    def on_rescued_enqueue_with(
+        self, kind: str, fn: None = None, *, name: str | None = None
+    ) -> Callable[[RescuedFn[Any]], RescuedFn[Any]]: ...
+    @overload
+    def on_rescued_enqueue_with(
+        self, kind: str, fn: RescuedFn[Any], *, name: str | None = None
+    ) -> RescuedFn[Any]: ...
     def on_rescued_enqueue_with(
         self, kind: KindOrType, fn: Callable[..., Any] | None = None, *, name: str | None = None
     ) -> Any:
