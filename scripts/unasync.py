@@ -22,7 +22,7 @@ FILES = {
     "_inserts_db_async.py": "_inserts_db.py",
     "_core_async.py": "_core.py",
     "_client_base_async.py": "_client_base.py",
-    "_transitions_async.py": "_transitions.py",
+    "transitions/_apply_async.py": "transitions/_apply.py",
     "callbacks/_queries_async.py": "callbacks/_queries.py",
     "callbacks/_ops_async.py": "callbacks/_ops.py",
     "cron/_queries_async.py": "cron/_queries.py",
@@ -56,7 +56,7 @@ SUBS = [
     # module names; a feature package's _queries_async and _ops_async become _queries and _ops
     (r"\b_db_async\b", "_db"),
     (r"\b_inserts_db_async\b", "_inserts_db"),
-    (r"\b_transitions_async\b", "_transitions"),
+    (r"\b_apply_async\b", "_apply"),
     (r"\b_core_async\b", "_core"),
     (r"\b_queries_async\b", "_queries"),
     (r"\b_ops_async\b", "_ops"),

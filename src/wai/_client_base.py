@@ -16,14 +16,7 @@ from psycopg_pool import ConnectionPool
 
 from wai import _db as db
 from wai import _inserts_db as inserts_db
-from wai._admin import (
-    CANCELLABLE_STATES,
-    RETRYABLE_STATES,
-    QueueStats,
-    check_filter_id,
-    check_job_id,
-    rejected,
-)
+from wai._admin import QueueStats, check_filter_id, check_job_id
 from wai._connect import CONNECT_TIMEOUT, unreachable
 from wai._context import Job
 from wai._inserts import EnqueueRequest, NewJob, build_args_job, build_job, validate_queue
@@ -57,6 +50,7 @@ from wai.dlq._ops import DlqOps, Progress
 from wai.errors import JobNotFound, NoDatabaseURL, SchemaNotMigrated, ValidationError
 from wai.outbox import OutboxEntry, OutboxStats
 from wai.outbox._ops import OutboxOps
+from wai.transitions import _apply as transitions
 
 __all__ = ["ClientBase", "Transaction"]
 
@@ -750,13 +744,7 @@ class ClientBase:
         job_id = check_job_id(job_id)
         with self._connection() as conn:
             with translate_errors(self.schema):
-                found = db.job_cancel(conn, self.schema, job_id)
-        if found is None:
-            raise JobNotFound(f"no job with id {job_id}")
-        state, row = found
-        if row is None:
-            raise rejected("cancel", job_id, state, CANCELLABLE_STATES)
-        return row
+                return transitions.cancel_job(conn, self.schema, job_id)
 
     def retry(self, job_id: int) -> JobRow:
         """Run a failed, cancelled or waiting_external job again, now.
@@ -773,13 +761,7 @@ class ClientBase:
         job_id = check_job_id(job_id)
         with self._connection() as conn:
             with translate_errors(self.schema):
-                found = db.job_retry(conn, self.schema, job_id)
-        if found is None:
-            raise JobNotFound(f"no job with id {job_id}")
-        state, row = found
-        if row is None:
-            raise rejected("retry", job_id, state, RETRYABLE_STATES)
-        return row
+                return transitions.retry_job(conn, self.schema, job_id)
 
     def pause_queue(self, name: str) -> None:
         """Stop workers from claiming jobs of queue ``name`` until it is resumed.
@@ -810,7 +792,7 @@ class ClientBase:
         validate_queue(name)
         with self._connection() as conn:
             with translate_errors(self.schema):
-                return db.queue_drain(conn, self.schema, name)
+                return transitions.drain_queue(conn, self.schema, name)
 
     def queue_stats(self) -> list[QueueStats]:
         """One :class:`wai.QueueStats` per queue that has jobs or was paused, by name."""

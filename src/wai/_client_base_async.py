@@ -15,14 +15,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
 from wai import _inserts_db_async as inserts_db
-from wai._admin import (
-    CANCELLABLE_STATES,
-    RETRYABLE_STATES,
-    QueueStats,
-    check_filter_id,
-    check_job_id,
-    rejected,
-)
+from wai._admin import QueueStats, check_filter_id, check_job_id
 from wai._connect import CONNECT_TIMEOUT, unreachable
 from wai._context import Job
 from wai._inserts import EnqueueRequest, NewJob, build_args_job, build_job, validate_queue
@@ -56,6 +49,7 @@ from wai.dlq._ops_async import AsyncDlqOps, Progress
 from wai.errors import JobNotFound, NoDatabaseURL, SchemaNotMigrated, ValidationError
 from wai.outbox import OutboxEntry, OutboxStats
 from wai.outbox._ops_async import AsyncOutboxOps
+from wai.transitions import _apply_async as transitions
 
 __all__ = ["AsyncClientBase", "AsyncTransaction"]
 
@@ -749,13 +743,7 @@ class AsyncClientBase:
         job_id = check_job_id(job_id)
         async with self._connection() as conn:
             with translate_errors(self.schema):
-                found = await db.job_cancel(conn, self.schema, job_id)
-        if found is None:
-            raise JobNotFound(f"no job with id {job_id}")
-        state, row = found
-        if row is None:
-            raise rejected("cancel", job_id, state, CANCELLABLE_STATES)
-        return row
+                return await transitions.cancel_job(conn, self.schema, job_id)
 
     async def retry(self, job_id: int) -> JobRow:
         """Run a failed, cancelled or waiting_external job again, now.
@@ -772,13 +760,7 @@ class AsyncClientBase:
         job_id = check_job_id(job_id)
         async with self._connection() as conn:
             with translate_errors(self.schema):
-                found = await db.job_retry(conn, self.schema, job_id)
-        if found is None:
-            raise JobNotFound(f"no job with id {job_id}")
-        state, row = found
-        if row is None:
-            raise rejected("retry", job_id, state, RETRYABLE_STATES)
-        return row
+                return await transitions.retry_job(conn, self.schema, job_id)
 
     async def pause_queue(self, name: str) -> None:
         """Stop workers from claiming jobs of queue ``name`` until it is resumed.
@@ -809,7 +791,7 @@ class AsyncClientBase:
         validate_queue(name)
         async with self._connection() as conn:
             with translate_errors(self.schema):
-                return await db.queue_drain(conn, self.schema, name)
+                return await transitions.drain_queue(conn, self.schema, name)
 
     async def queue_stats(self) -> list[QueueStats]:
         """One :class:`wai.QueueStats` per queue that has jobs or was paused, by name."""

@@ -438,13 +438,12 @@ def queue_resume(conn: Connection[Any], schema: str, name: str) -> None:
     conn.execute(query("queue_resume", schema), {"name": name, "channel": channel(schema)})
 
 
-def queue_drain(conn: Connection[Any], schema: str, queue: str) -> int:
-    """Cancel the jobs of ``queue`` waiting to run; returns how many."""
+def queue_drain(conn: Connection[Any], schema: str, queue: str) -> list[int]:
+    """Cancel the jobs of ``queue`` waiting to run; returns their ids."""
     cur = conn.execute(
         query("queue_drain", schema), {"queue": queue, "cancel_channel": cancel_channel(schema)}
     )
-    row = cur.fetchone()
-    return int(row[0]) if row else 0
+    return [r[0] for r in cur.fetchall()]
 
 
 def queue_stats(conn: Connection[Any], schema: str) -> list[QueueStats]:

@@ -443,13 +443,12 @@ async def queue_resume(conn: AsyncConnection[Any], schema: str, name: str) -> No
     await conn.execute(query("queue_resume", schema), {"name": name, "channel": channel(schema)})
 
 
-async def queue_drain(conn: AsyncConnection[Any], schema: str, queue: str) -> int:
-    """Cancel the jobs of ``queue`` waiting to run; returns how many."""
+async def queue_drain(conn: AsyncConnection[Any], schema: str, queue: str) -> list[int]:
+    """Cancel the jobs of ``queue`` waiting to run; returns their ids."""
     cur = await conn.execute(
         query("queue_drain", schema), {"queue": queue, "cancel_channel": cancel_channel(schema)}
     )
-    row = await cur.fetchone()
-    return int(row[0]) if row else 0
+    return [r[0] for r in await cur.fetchall()]
 
 
 async def queue_stats(conn: AsyncConnection[Any], schema: str) -> list[QueueStats]:

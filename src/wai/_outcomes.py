@@ -16,7 +16,17 @@ from wai._retry import backoff
 from wai._text import storable
 from wai.errors import FollowUpError, TerminalError
 
-__all__ = ["Outcome", "decide", "describe_exception", "error_timestamp", "expected_row", "stamped"]
+__all__ = [
+    "RESCUE_ERRORS",
+    "Outcome",
+    "Rescue",
+    "decide",
+    "decide_rescue",
+    "describe_exception",
+    "error_timestamp",
+    "expected_row",
+    "stamped",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -201,6 +211,40 @@ def _park(job_id: int, run_lease: int, token: object, callback_id: UUID | None) 
         state=JobState.WAITING_EXTERNAL,
         event="waiting_for_callback",
         callback_id=token.id,
+    )
+
+
+#: The error entry a rescue records, by the reason the attempt was rescued for.
+RESCUE_ERRORS = {
+    "stale_heartbeat": "heartbeat stale: worker presumed dead",
+    "deadline_exceeded": "deadline exceeded: rescued by maintenance",
+    "callback_timeout": "callback timed out",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rescue:
+    """What maintenance does to an attempt it closes (see :func:`decide_rescue`)."""
+
+    job_id: int
+    state: JobState
+    delay: float | None
+    error: str
+    reason: str
+
+
+def decide_rescue(*, job_id: int, attempt: int, max_attempts: int, reason: str) -> Rescue:
+    """Close an abandoned attempt: retryable after :func:`wai._retry.backoff`, or failed.
+
+    ``reason`` is ``stale_heartbeat`` (its worker is presumed dead),
+    ``deadline_exceeded`` or ``callback_timeout``. Like a handler's exception, a
+    rescue spends the attempt: the last one fails the job.
+    """
+    error = RESCUE_ERRORS[reason]
+    if attempt >= max_attempts:
+        return Rescue(job_id=job_id, state=JobState.FAILED, delay=None, error=error, reason=reason)
+    return Rescue(
+        job_id=job_id, state=JobState.RETRYABLE, delay=backoff(attempt), error=error, reason=reason
     )
 
 

@@ -19,10 +19,10 @@ import wai
 from tests.integration._helpers import count, db_now, fetch
 from wai._job import JobState
 from wai._outcomes import Outcome
-from wai._transitions_async import apply_outcomes
 from wai.callbacks import CallbackExpressions, compile_expressions
 from wai.callbacks import _queries_async as callback_db
 from wai.maintenance import OutboxSweeper, Rescuer
+from wai.transitions._apply_async import apply_outcomes
 from wai.worker import _queries as worker_db
 
 

@@ -17,10 +17,10 @@ import pytest
 import wai
 from tests.integration._helpers import FLAVORS, Admin, Work, count, db_now, fetch, serving, wait_for
 from wai._outcomes import Outcome
-from wai._transitions_async import apply_outcomes
 from wai.callbacks import CallbackExpressions
 from wai.callbacks import _queries_async as callback_db
 from wai.maintenance import Cleaner, Rescuer
+from wai.transitions._apply_async import apply_outcomes
 from wai.worker import _queries as worker_db
 
 pytestmark = pytest.mark.timeout(60)

@@ -8,7 +8,7 @@ from uuid import UUID
 import pytest
 
 from wai._job import JobState
-from wai._outcomes import Outcome, decide, describe_exception
+from wai._outcomes import RESCUE_ERRORS, Outcome, decide, decide_rescue, describe_exception
 from wai._results import CallbackToken, Cancel, RetryAfter, Snooze, WaitForCallback
 from wai.errors import TerminalError, ValidationError
 
@@ -189,3 +189,27 @@ def test_wait_for_callback_without_its_callback_fails_terminally(
     assert (out.state, out.event, out.terminal) == (JobState.FAILED, "exhausted", True)
     assert out.error is not None
     assert message in out.error
+
+
+@pytest.mark.parametrize("reason", sorted(RESCUE_ERRORS))
+def test_rescue_with_attempts_left_retries_after_the_backoff(reason: str) -> None:
+    rescue = decide_rescue(job_id=5, attempt=3, max_attempts=4, reason=reason)
+    assert rescue.state is JobState.RETRYABLE
+    assert rescue.delay is not None
+    assert 8.0 <= rescue.delay <= 10.0  # backoff(3): 2**3 s plus up to 25 %
+    assert (rescue.job_id, rescue.reason, rescue.error) == (5, reason, RESCUE_ERRORS[reason])
+
+
+@pytest.mark.parametrize("reason", sorted(RESCUE_ERRORS))
+def test_rescue_of_the_last_attempt_fails_the_job(reason: str) -> None:
+    rescue = decide_rescue(job_id=5, attempt=4, max_attempts=4, reason=reason)
+    assert (rescue.state, rescue.delay) == (JobState.FAILED, None)
+    assert rescue.error == RESCUE_ERRORS[reason]
+
+
+def test_rescue_errors_say_why() -> None:
+    assert RESCUE_ERRORS == {
+        "stale_heartbeat": "heartbeat stale: worker presumed dead",
+        "deadline_exceeded": "deadline exceeded: rescued by maintenance",
+        "callback_timeout": "callback timed out",
+    }

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from wai._retry import MAX_BACKOFF, backoff
+from wai._retry import MAX_BACKOFF, OUTBOX_MAX_BACKOFF, backoff, outbox_backoff
 
 
 class FixedRandom(random.Random):
@@ -55,3 +55,27 @@ def test_backoff_is_deterministic_for_a_seeded_random() -> None:
 def test_backoff_default_random_stays_in_bounds() -> None:
     for _ in range(50):
         assert 8.0 <= backoff(3) <= 10.0
+
+
+def test_outbox_backoff_doubles_without_jitter_up_to_an_hour() -> None:
+    assert [outbox_backoff(a) for a in range(1, 14)] == [
+        2.0,
+        4.0,
+        8.0,
+        16.0,
+        32.0,
+        64.0,
+        128.0,
+        256.0,
+        512.0,
+        1024.0,
+        2048.0,
+        OUTBOX_MAX_BACKOFF,
+        OUTBOX_MAX_BACKOFF,
+    ]
+    assert outbox_backoff(10_000) == OUTBOX_MAX_BACKOFF
+
+
+def test_cap_and_jitter_are_parameters_of_the_one_definition() -> None:
+    assert backoff(3, jitter=0.0, rand=FixedRandom(0.99)) == 8.0
+    assert backoff(3, cap=5.0, rand=FixedRandom(0.5)) == 5.0

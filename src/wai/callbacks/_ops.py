@@ -12,7 +12,6 @@ from psycopg import Connection
 from wai._core import ClientCore, borrow
 from wai._job import JobRow, JobState
 from wai._kinds import dumps
-from wai._transitions import apply_resolution
 from wai._translate import translate_errors
 from wai.callbacks import _queries as callback_db
 from wai.callbacks._models import (
@@ -27,6 +26,7 @@ from wai.callbacks._models import (
     payload_json,
 )
 from wai.errors import CallbackNotFound, InvalidStateError, ValidationError
+from wai.transitions._apply import apply_resolution
 
 if TYPE_CHECKING:
     from wai._client_base import Transaction

@@ -11,7 +11,6 @@ from psycopg import AsyncConnection
 from wai._core_async import AsyncClientCore, borrow
 from wai._job import JobRow, JobState
 from wai._kinds import dumps
-from wai._transitions_async import apply_resolution
 from wai._translate import translate_errors
 from wai.callbacks import _queries_async as callback_db
 from wai.callbacks._models import (
@@ -26,6 +25,7 @@ from wai.callbacks._models import (
     payload_json,
 )
 from wai.errors import CallbackNotFound, InvalidStateError, ValidationError
+from wai.transitions._apply_async import apply_resolution
 
 if TYPE_CHECKING:
     from wai._client_base_async import AsyncTransaction

@@ -1,4 +1,4 @@
-"""The queries only maintenance runs: leader election, promotion, rescue, cleanup, aging,
+"""The queries only maintenance runs: leader election, promotion, cleanup, aging,
 statistics and the collection of dead runtime records.
 
 Async only (the sync client runs no maintenance); the SQL is in ``jobs.sql``,
@@ -11,17 +11,14 @@ from datetime import datetime
 from typing import Any
 
 from psycopg import AsyncConnection
-from psycopg.rows import dict_row
 
 from wai._db_async import channel
-from wai._job import JobRow
 from wai._sql import query, validate_schema
 
 __all__ = [
     "job_age_priority",
     "job_delete_finalized",
     "job_promote_due",
-    "job_rescue",
     "jobs_table_analyze",
     "jobs_table_stats",
     "leader_attempt_elect",
@@ -55,23 +52,6 @@ async def job_promote_due(conn: AsyncConnection[Any], schema: str, limit: int) -
         query("job_promote_due", schema), {"limit": limit, "channel": channel(schema)}
     )
     return {r[0]: r[1] for r in await cur.fetchall()}
-
-
-async def job_rescue(
-    conn: AsyncConnection[Any],
-    schema: str,
-    *,
-    staleness: float,
-    deadline_grace: float,
-    limit: int,
-) -> list[tuple[JobRow, str]]:
-    """Rescue dead, overdue and timed-out attempts; returns each row with its reason."""
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(
-            query("job_rescue", schema),
-            {"staleness": staleness, "deadline_grace": deadline_grace, "limit": limit},
-        )
-        return [(JobRow.from_record(r), r["rescue_reason"]) for r in await cur.fetchall()]
 
 
 async def runtime_instance_delete_stale(

@@ -14,6 +14,7 @@ from wai import _inserts_db_async as inserts_db
 from wai._followups import decode_for, evaluate
 from wai._job import JobRow
 from wai._registry import Registry
+from wai._retry import outbox_backoff
 from wai._text import storable
 from wai.errors import FollowUpError, SerializationError
 from wai.maintenance._service import PeriodicService
@@ -139,6 +140,7 @@ class OutboxSweeper(PeriodicService):
                         self._schema,
                         outbox_id=row["id"],
                         error=error,
+                        delay=outbox_backoff(attempt),
                         max_attempts=self._max_attempts,
                     )
             except Exception:

@@ -12,10 +12,8 @@ from psycopg_pool import AsyncConnectionPool
 
 from wai._job import JobRow, JobState
 from wai._logging import emit
-from wai.dlq import _queries_async as dlq_db
-from wai.dlq import failure_reason
-from wai.maintenance import _queries as maintenance_db
 from wai.maintenance._service import PeriodicService
+from wai.transitions._rescue import rescue
 
 __all__ = ["Rescuer", "RescuerResult"]
 
@@ -65,23 +63,14 @@ class Rescuer(PeriodicService):
         """Rescue in batches until none is left or 32 batches ran."""
         counts: dict[str, int] = {}
         for _ in range(32):
-            async with self._pool.connection() as conn, conn.transaction():
-                rows = await maintenance_db.job_rescue(
+            async with self._pool.connection() as conn:
+                rows = await rescue(
                     conn,
                     self._schema,
                     staleness=self._staleness,
                     deadline_grace=self._deadline_grace,
                     limit=self._batch_size,
                 )
-                failed = [
-                    (
-                        row.id,
-                        failure_reason(terminal=False, callback_timeout=why == "callback_timeout"),
-                    )
-                    for row, why in rows
-                    if row.state is JobState.FAILED
-                ]
-                await dlq_db.dlq_route(conn, self._schema, failed)
             for _row, reason in rows:
                 counts[reason] = counts.get(reason, 0) + 1
             if rows and logger.isEnabledFor(logging.WARNING):

@@ -17,7 +17,7 @@ __all__ = [
     "outbox_delete",
     "outbox_discard",
     "outbox_dispatched_specs",
-    "outbox_insert",
+    "outbox_insert_many",
     "outbox_list",
     "outbox_lock_due",
     "outbox_retry",
@@ -54,12 +54,18 @@ async def outbox_delete(conn: AsyncConnection[Any], schema: str, *, outbox_id: i
 
 
 async def outbox_backoff(
-    conn: AsyncConnection[Any], schema: str, *, outbox_id: int, error: str, max_attempts: int
+    conn: AsyncConnection[Any],
+    schema: str,
+    *,
+    outbox_id: int,
+    error: str,
+    delay: float,
+    max_attempts: int,
 ) -> None:
-    """Record a failed dispatch: retried later, or failed at ``max_attempts`` failures."""
+    """Record a failed dispatch: retried ``delay`` seconds later, or failed at ``max_attempts``."""
     await conn.execute(
         query("outbox_backoff", schema),
-        {"id": outbox_id, "error": error, "max_attempts": max_attempts},
+        {"id": outbox_id, "error": error, "delay": delay, "max_attempts": max_attempts},
     )
 
 
@@ -106,11 +112,24 @@ async def outbox_discard(conn: AsyncConnection[Any], schema: str, *, outbox_id: 
     return await cur.fetchone() is not None
 
 
-async def outbox_insert(
-    conn: AsyncConnection[Any], schema: str, *, job_id: int, outcome: str, detail: dict[str, Any]
+async def outbox_insert_many(
+    conn: AsyncConnection[Any],
+    schema: str,
+    *,
+    outcome: str,
+    details: Sequence[tuple[int, dict[str, Any]]],
 ) -> None:
-    """Leave the outbox row of a transition of ``job_id`` made in this transaction."""
+    """Leave the outbox rows of ``outcome`` transitions made in this transaction.
+
+    ``details`` pairs each job id with the detail its follow-ups receive.
+    """
+    if not details:
+        return
     await conn.execute(
-        query("outbox_insert", schema),
-        {"id": job_id, "outcome": outcome, "detail": json.dumps(detail)},
+        query("outbox_insert_many", schema),
+        {
+            "outcome": outcome,
+            "id": [job_id for job_id, _ in details],
+            "detail": [json.dumps(detail) for _, detail in details],
+        },
     )

@@ -21,8 +21,8 @@ from wai._outcomes import Outcome, decide, expected_row, stamped
 from wai._registry import Registry
 from wai._supervise import repeat
 from wai._text import storable
-from wai._transitions_async import Planned, apply_outcomes
 from wai.errors import FollowUpError
+from wai.transitions._apply_async import Planned, apply_outcomes
 from wai.worker._joblog import job_extra, log_written
 
 __all__ = ["Finalizer"]

@@ -5,9 +5,9 @@
 -- `target` row means no such job; a `target` row without an updated row means the
 -- job's state did not allow the action (nothing changed).
 --
--- A cancel (one job or a drain) leaves an outbox row in the same statement, like rescue:
--- the `on_cancelled_enqueue` follow-ups are dispatched by a process that holds the specs,
--- so the cancel commits with its follow-ups' durable record and runs no user code.
+-- A cancel (one job or a drain) commits with the outbox rows of its Cancelled follow-ups,
+-- written by wai.transitions in the same transaction: the `on_cancelled_enqueue` specs run
+-- later in a process that holds them, so an operator's action runs no user code.
 --
 -- Cancel, drain and retry advance `run_lease`, as a claim does: follow-up lineage and the
 -- outbox are keyed by (job, run lease, outcome), so cancel → retry → cancel of one job
@@ -17,7 +17,7 @@
 
 -- name: job_cancel :one
 -- Cancel one non-terminal job; an attempt that may live in a worker is told to stop.
--- Leaves the outbox row of its Cancelled follow-ups; advances the run lease.
+-- Advances the run lease.
 WITH target AS (
     SELECT id, state AS prev_state, run_lease AS prev_lease
     FROM {schema}.jobs WHERE id = %(id)s::bigint FOR UPDATE
@@ -42,18 +42,10 @@ notified AS (
                      json_build_object('job_id', c.id, 'run_lease', t.prev_lease)::text)
     FROM cancelled AS c, target AS t
     WHERE t.prev_state IN ('running', 'waiting_external')
-),
-outboxed AS (
-    INSERT INTO {schema}.outbox (job_id, run_lease, kind, outcome, detail, job)
-    SELECT c.id, c.run_lease, c.kind, 'cancelled',
-           jsonb_build_object('reason', 'cancelled by operator'), to_jsonb(c)
-    FROM cancelled AS c
-    ON CONFLICT (job_id, run_lease, outcome) DO NOTHING
-    RETURNING 1
 )
 SELECT t.prev_state::text AS prev_state, c.*
 FROM target AS t LEFT JOIN cancelled AS c ON true
-WHERE (SELECT count(*) FROM notified) >= 0 AND (SELECT count(*) FROM outboxed) >= 0;
+WHERE (SELECT count(*) FROM notified) >= 0;
 
 -- name: job_retry :one
 -- Make a failed, cancelled or waiting_external job available now; its error history
@@ -117,8 +109,9 @@ SELECT resumed.* FROM resumed WHERE (SELECT count(*) FROM woken) >= 0;
 
 -- name: queue_drain :one
 -- Cancel every job of a queue that is waiting to run (available, scheduled, retryable,
--- waiting_external); running attempts are left alone. Returns how many were cancelled.
--- Each leaves the outbox row of its Cancelled follow-ups and advances its run lease.
+-- waiting_external); running attempts are left alone. Returns the cancelled ids; each
+-- one's run lease advances. Rows are locked in id order, as every bulk update here does,
+-- so two drains (or a drain and a rescue) wait for each other instead of deadlocking.
 WITH target AS (
     SELECT id, state AS prev_state, run_lease AS prev_lease FROM {schema}.jobs
     WHERE queue = %(queue)s
@@ -146,18 +139,8 @@ stopped AS (
     SELECT pg_notify(%(cancel_channel)s,
                      json_build_object('job_id', d.id, 'run_lease', d.prev_lease)::text)
     FROM drained AS d WHERE d.prev_state = 'waiting_external'
-),
-outboxed AS (
-    INSERT INTO {schema}.outbox (job_id, run_lease, kind, outcome, detail, job)
-    SELECT d.id, d.run_lease, d.kind, 'cancelled',
-           jsonb_build_object('reason', 'cancelled by operator: queue drained'),
-           to_jsonb(d) - 'prev_state' - 'prev_lease'
-    FROM drained AS d
-    ON CONFLICT (job_id, run_lease, outcome) DO NOTHING
-    RETURNING 1
 )
-SELECT count(*) AS drained FROM drained
-WHERE (SELECT count(*) FROM stopped) >= 0 AND (SELECT count(*) FROM outboxed) >= 0;
+SELECT id FROM drained WHERE (SELECT count(*) FROM stopped) >= 0;
 
 -- name: queue_stats :many
 -- Per queue: job counts by state, the pause flag, and how long the oldest available job

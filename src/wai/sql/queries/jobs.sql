@@ -368,61 +368,51 @@ SELECT queue, count(*) AS promoted FROM promoted
 WHERE (SELECT count(*) FROM notified) >= 0
 GROUP BY queue;
 
--- name: job_rescue :many
--- Close attempts whose worker is presumed dead (stale heartbeat, also of a handler
--- waiting in place for its callback), that outlived their deadline, or whose external
--- callback timed out: retryable with backoff, or failed when that attempt was the last
--- one. Each rescue leaves an outbox row, in the same statement, for the Rescued
--- follow-ups: no user code runs here.
-WITH due AS (
-    SELECT id,
-           CASE WHEN state = 'waiting_external' AND callback_timeout_at < now()
-                    THEN 'callback_timeout'
-                WHEN state = 'running'
-                     AND deadline_at < now() - make_interval(secs => %(deadline_grace)s)
-                    THEN 'deadline_exceeded'
-                ELSE 'stale_heartbeat' END AS reason
-    FROM {schema}.jobs
-    WHERE (state = 'running'
-           AND (heartbeat_at < now() - make_interval(secs => %(staleness)s)
-                OR deadline_at < now() - make_interval(secs => %(deadline_grace)s)))
-       OR (state = 'waiting_external'
-           AND (callback_timeout_at < now()
-                OR heartbeat_at < now() - make_interval(secs => %(staleness)s)))
-    ORDER BY id
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-),
-rescued AS (
+-- name: job_rescue_lock :many
+-- Lock a batch of attempts whose worker is presumed dead (stale heartbeat, also of a
+-- handler waiting in place for its callback), that outlived their deadline, or whose
+-- external callback timed out, with the reason of each. wai.transitions decides what each
+-- becomes and writes it with job_rescue_apply in the same transaction.
+SELECT id, attempt, max_attempts,
+       CASE WHEN state = 'waiting_external' AND callback_timeout_at < now()
+                THEN 'callback_timeout'
+            WHEN state = 'running'
+                 AND deadline_at < now() - make_interval(secs => %(deadline_grace)s)
+                THEN 'deadline_exceeded'
+            ELSE 'stale_heartbeat' END AS reason
+FROM {schema}.jobs
+WHERE (state = 'running'
+       AND (heartbeat_at < now() - make_interval(secs => %(staleness)s)
+            OR deadline_at < now() - make_interval(secs => %(deadline_grace)s)))
+   OR (state = 'waiting_external'
+       AND (callback_timeout_at < now()
+            OR heartbeat_at < now() - make_interval(secs => %(staleness)s)))
+ORDER BY id
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: job_rescue_apply :many
+-- Close the attempts job_rescue_lock locked in this transaction: retryable after
+-- %(delay)s seconds, or failed (delay NULL) when that attempt was the last one. The error
+-- entry records the rescue's reason.
 UPDATE {schema}.jobs AS j
-SET state = CASE WHEN j.attempt >= j.max_attempts THEN 'failed'::{schema}.job_state
-                 ELSE 'retryable'::{schema}.job_state END,
-    run_at = CASE WHEN j.attempt >= j.max_attempts THEN j.run_at
-                  ELSE now() + make_interval(secs => least(
-                      power(2, least(j.attempt, 20)) * (1 + random() * 0.25), 86400)) END,
-    finalized_at = CASE WHEN j.attempt >= j.max_attempts THEN now() END,
+SET state = r.state::{schema}.job_state,
+    run_at = CASE WHEN r.delay IS NULL THEN j.run_at
+                  ELSE now() + make_interval(secs => r.delay) END,
+    finalized_at = CASE WHEN r.state = 'failed' THEN now() END,
     heartbeat_at = NULL,
     deadline_at = NULL,
     callback_id = NULL,
     callback_timeout_at = NULL,
     errors = j.errors || jsonb_build_array(jsonb_build_object(
-        'error', CASE due.reason
-                     WHEN 'callback_timeout' THEN 'callback timed out'
-                     WHEN 'deadline_exceeded' THEN 'deadline exceeded: rescued by maintenance'
-                     ELSE 'heartbeat stale: worker presumed dead' END,
-        'attempt', j.attempt,
-        'at', now(),
-        'rescued', due.reason))
-FROM due
-WHERE j.id = due.id
-RETURNING j.*, due.reason AS rescue_reason
-),
-outboxed AS (
-    INSERT INTO {schema}.outbox (job_id, run_lease, kind, outcome, detail, job)
-    SELECT r.id, r.run_lease, r.kind, 'rescued', jsonb_build_object('reason', r.rescue_reason),
-           to_jsonb(r) - 'rescue_reason'
-    FROM rescued AS r
-    ON CONFLICT (job_id, run_lease, outcome) DO NOTHING
-    RETURNING 1
-)
-SELECT * FROM rescued WHERE (SELECT count(*) FROM outboxed) >= 0;
+        'error', r.error, 'attempt', j.attempt, 'at', now(), 'rescued', r.reason))
+FROM unnest(%(id)s::bigint[], %(state)s::text[], %(delay)s::float8[], %(error)s::text[],
+            %(reason)s::text[]) AS r(id, state, delay, error, reason)
+WHERE j.id = r.id
+RETURNING
+    j.id, j.kind, j.queue, j.args::text, j.state, j.priority, j.attempt, j.max_attempts,
+    j.run_at, j.attempted_at, j.heartbeat_at, j.deadline_at, j.finalized_at, j.created_at,
+    j.errors::text, j.metadata::text, j.tags, j.unique_key, j.ordering_key, j.callback_id,
+    j.callback_timeout_at, j.run_lease, j.progress::text, j.trigger_job_id,
+    j.trigger_run_lease, j.trigger_outcome, j.trigger_spec, j.callback_result::text,
+    r.reason;

@@ -20,12 +20,12 @@ WHERE trigger_job_id = %(job_id)s AND trigger_run_lease = %(run_lease)s
 DELETE FROM {schema}.outbox WHERE id = %(id)s;
 
 -- name: outbox_backoff :exec
--- Record a failed dispatch and retry later, with exponential backoff capped at one hour;
--- the failure that reaches %(max_attempts)s attempts marks the row failed instead.
+-- Record a failed dispatch and retry it %(delay)s seconds later (wai._retry decides); the
+-- failure that reaches %(max_attempts)s attempts marks the row failed instead.
 UPDATE {schema}.outbox
 SET attempts = attempts + 1,
     last_error = %(error)s,
-    next_attempt_at = now() + make_interval(secs => least(power(2, least(attempts + 1, 12)), 3600)),
+    next_attempt_at = now() + make_interval(secs => %(delay)s::float8),
     failed_at = CASE WHEN attempts + 1 >= %(max_attempts)s THEN now() END
 WHERE id = %(id)s;
 
@@ -64,11 +64,13 @@ RETURNING id, job_id, run_lease, kind, outcome, detail, attempts, last_error,
 -- An operator's discard: the row goes, and its follow-ups never fire. Returns its id.
 DELETE FROM {schema}.outbox WHERE id = %(id)s RETURNING id;
 
--- name: outbox_insert :exec
--- Leave the outbox row of one transition made in this transaction (the row as it is now):
--- a callback resolution by a process that holds no spec for its kind and outcome.
+-- name: outbox_insert_many :exec
+-- Leave the outbox rows of transitions made in this transaction, one per job id, each with
+-- its detail and a snapshot of the row as it is now. The key (job, run lease, outcome)
+-- makes a second row for the same transition a no-op.
 INSERT INTO {schema}.outbox (job_id, run_lease, kind, outcome, detail, job)
-SELECT j.id, j.run_lease, j.kind, %(outcome)s::text, %(detail)s::jsonb, to_jsonb(j)
-FROM {schema}.jobs AS j
-WHERE j.id = %(id)s
+SELECT j.id, j.run_lease, j.kind, %(outcome)s::text, t.detail, to_jsonb(j)
+FROM unnest(%(id)s::bigint[], %(detail)s::jsonb[]) AS t(id, detail)
+JOIN {schema}.jobs AS j ON j.id = t.id
+ORDER BY j.id
 ON CONFLICT (job_id, run_lease, outcome) DO NOTHING;
