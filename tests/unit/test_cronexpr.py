@@ -163,6 +163,9 @@ def test_macros(macro: str, expansion: str) -> None:
         ("* * LW * *", ["day-of-month", "not supported"]),
         ("* * * * 5L", ["day-of-week", "not supported"]),
         ("* * * * 5#3", ["day-of-week", "'#'", "not supported"]),
+        ("* * L/2 * *", ["day-of-month value 'L'", "not supported"]),  # cronsim takes it
+        ("9" * 5000 + " * * * *", ["minute value 9999", "out of range 0-59"]),
+        ("*/" + "9" * 5000 + " * * * *", ["minute step '9999", "too large"]),
         ("* * * *", ["5 fields", "6 fields", "got 4"]),
         ("* * * * * * *", ["5 fields", "6 fields", "got 7"]),
         ("", ["5 fields", "got 0"]),
@@ -299,12 +302,18 @@ def local_times(instants: list[datetime], zone: ZoneInfo) -> list[str]:
         (NY, (2024, 3, 10), "*/30 1-3 * * *", ["01:00-0500", "01:30-0500", "03:00-0400",
                                                "03:30-0400"]),
         (NY, (2024, 3, 10), "0 30 2 * * *", []),
+        # wai's spelling of `?` and of a `*` in a restricted day field keeps the rule.
+        (NY, (2024, 3, 10), "30 2 ? * SUN", ["03:00-0400"]),
+        (NY, (2024, 3, 10), "*/30 2 */2 * SUN", []),
         # New York, fall back on 2024-11-03: 02:00 EDT -> 01:00 EST.
         (NY, (2024, 11, 3), "30 1 * * *", ["01:30-0400"]),
         (NY, (2024, 11, 3), "0,30 1 * * *", ["01:00-0400", "01:30-0400"]),
         (NY, (2024, 11, 3), "*/30 1 * * *", ["01:00-0400", "01:30-0400", "01:00-0500",
                                              "01:30-0500"]),
         (NY, (2024, 11, 3), "0 30 1 * * *", ["01:30-0400", "01:30-0500"]),
+        (NY, (2024, 11, 3), "30 1 */2 * SUN", ["01:30-0400"]),
+        (NY, (2024, 11, 3), "*/30 1 ? * *", ["01:00-0400", "01:30-0400", "01:00-0500",
+                                             "01:30-0500"]),
         # Berlin, spring forward on 2024-03-31: 02:00 CET -> 03:00 CEST.
         (BERLIN, (2024, 3, 31), "30 2 * * *", ["03:00+0200"]),
         (BERLIN, (2024, 3, 31), "0 1-3 * * *", ["01:00+0100", "03:00+0200"]),

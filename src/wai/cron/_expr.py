@@ -1,8 +1,11 @@
 """Cron expressions for periodic jobs: parsing and time-zone-aware fire times.
 
-Pure code: no I/O, no database. wai validates the expression itself (so every mistake gets
-a message that names the field and the problem) and hands the fire-time arithmetic to
-`cronsim <https://pypi.org/project/cronsim/>`_.
+Pure code: no I/O, no database. `cronsim <https://pypi.org/project/cronsim/>`_ parses the
+expression and computes the fire times. wai keeps a thin layer around it: it spells the
+extras it documents (``?``, the ``@`` macros, ranges ending on ``SUN``, a ``*`` item in a
+restricted day field) in cronsim's syntax, rejects what it documents as unsupported
+(``L``, ``W`` and ``#``, some of which cronsim accepts), and turns cronsim's terse
+``Bad minute`` into a message that names the field and the problem.
 
 Why cronsim rather than croniter: both are maintained and permissively licensed (cronsim
 BSD-3-Clause, croniter MIT), and both cover the syntax wai documents (cronsim once wai
@@ -68,6 +71,7 @@ DST transitions wai follows cronsim, which follows Debian cron:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -85,19 +89,16 @@ MissedFirePolicy = Literal["coalesce", "catch_up"]
 """What a schedule does about fires it missed: ``"catch_up"`` owes every one of them,
 ``"coalesce"`` only the latest."""
 
-_MONTH_NAMES = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
-_MONTHS = {m: i for i, m in enumerate(_MONTH_NAMES, 1)}
-_DAYS = {d: i for i, d in enumerate(("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"))}
-# (name, min, max, names) per field, in six-field order.
-_Spec = tuple[str, int, int, dict[str, int]]
-_SPECS: tuple[_Spec, ...] = (
-    ("second", 0, 59, {}),
-    ("minute", 0, 59, {}),
-    ("hour", 0, 23, {}),
-    ("day-of-month", 1, 31, {}),
-    ("month", 1, 12, _MONTHS),
-    ("day-of-week", 0, 7, _DAYS),
-)
+# (min, max) per field, in six-field order; cronsim names its fields the same way.
+_RANGES = {
+    "second": (0, 59),
+    "minute": (0, 59),
+    "hour": (0, 23),
+    "day-of-month": (1, 31),
+    "month": (1, 12),
+    "day-of-week": (0, 7),
+}
+_FIELDS = tuple(_RANGES)
 _DAY_FIELDS = ("day-of-month", "day-of-week")
 _MACROS = {
     "@yearly": "0 0 1 1 *",
@@ -108,7 +109,7 @@ _MACROS = {
     "@midnight": "0 0 * * *",
     "@hourly": "0 * * * *",
 }
-_MONTH_DAYS = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)  # longest length per month
+_LW_VALUE = re.compile(r"[0-9LW]*[LW][0-9LW]*", re.IGNORECASE)  # L, LW, 15W, 5L...
 _PROBE_START = datetime(2000, 1, 1, tzinfo=UTC)
 
 
@@ -152,21 +153,16 @@ class CronExpression:
                 f"(with a leading second), got {len(fields)}",
             )
         has_seconds = len(fields) == 6
-        specs = _SPECS if has_seconds else _SPECS[1:]
-        parsed = [_parse_field(expr, f, spec) for f, spec in zip(fields, specs, strict=True)]
-        (doms, dom_text), (months, _), (_, dow_text) = parsed[-3:]
-        if (
-            dow_text == "*"
-            and dom_text != "*"
-            and not any(d <= _MONTH_DAYS[m] for m in months for d in doms)
-        ):
-            _fail(expr, "it can never fire: no month in the month field has that day-of-month")
-        cron = cls(text, has_seconds, " ".join(t for _, t in parsed))
-        try:  # wai's checks are stricter than cronsim's: this only guards the hand-off
-            CronSim(cron._cronsim, _PROBE_START)
-        except CronSimError as exc:
-            _fail(expr, f"{exc} (as {cron._cronsim!r})")
-        return cron
+        names = _FIELDS if has_seconds else _FIELDS[1:]
+        spelled = " ".join(_spell(n, f) for n, f in zip(names, fields, strict=True))
+        try:
+            CronSim(spelled, _PROBE_START)
+            refused = False
+        except (CronSimError, ValueError):  # ValueError: int() refuses over 4300 digits
+            refused = True
+        if problem := _problem(names, fields, refused=refused):
+            _fail(expr, problem)
+        return cls(text, has_seconds, spelled)
 
     def next_after(self, after: datetime, zone: ZoneInfo) -> datetime:
         """Return the first fire instant strictly after ``after``, as an aware UTC datetime.
@@ -259,69 +255,87 @@ def _fail(expr: object, problem: str) -> NoReturn:
     raise ValidationError(f"invalid cron expression {expr!r}: {problem}")
 
 
-def _parse_field(expr: str, text: str, spec: _Spec) -> tuple[set[int], str]:
-    """Validate one field; return its values and its text for cronsim.
+def _spell(name: str, text: str) -> str:
+    """Return field ``name`` in the syntax cronsim reads (which takes names in any case).
 
-    The text keeps a leading ``*`` where cronsim's DST rule looks for one, spells names
-    and ``?`` as numbers and ``*``, and writes a ``*`` item in a restricted day field as
-    its full range (cronsim, like Vixie cron, treats ``*/2`` there as unrestricted).
+    The text keeps a leading ``*`` in the minute and hour fields: cronsim's DST rule
+    looks for one there.
     """
-    name, lo, hi, _ = spec
-    if text in ("*", "?") and (text == "*" or name in _DAY_FIELDS):
-        return set(range(lo, hi + 1)), "*"
-    values: set[int] = set()
-    items: list[str] = []
-    for item in text.split(","):
-        if not item:
-            _fail(expr, f"{name} field {text!r} has an empty list item")
-        if "#" in item:
-            _fail(expr, f"{name} item {item!r} uses '#', which is not supported")
-        base, slash, step_text = item.partition("/")
-        step = 1
-        if slash:
-            if not (step_text.isascii() and step_text.isdigit()) or int(step_text) == 0:
-                _fail(expr, f"{name} step {step_text!r} is not a positive integer")
-            step = int(step_text)
-        if base in ("*", "?"):
-            if base == "?" and name not in _DAY_FIELDS:
-                _fail(expr, f"{name} does not accept '?' (only day-of-month and day-of-week do)")
-            first, last = lo, hi
-            out = f"{lo}-{hi}" if name in _DAY_FIELDS else "*"
-        elif "-" in base:
-            a, b = base.split("-", 1)
-            first, last = _value(expr, a, spec), _value(expr, b, spec)
-            if name == "day-of-week" and b.upper() == "SUN":
-                last = 7
-            if first > last:
-                _fail(expr, f"{name} range {base!r} is reversed ({first} > {last})")
-            out = f"{first}-{last}"
-        else:
-            first = _value(expr, base, spec)
-            last = hi if slash else first
-            out = str(first)
-        values.update(range(first, last + 1, step))
-        items.append(f"{out}/{step}" if slash else out)
-    if name == "day-of-week":
-        values = {d % 7 for d in values}
-    return values, ",".join(items)
+    if name in _DAY_FIELDS and text in ("*", "?"):
+        return "*"
+    return ",".join(_spell_item(name, item) for item in text.split(","))
 
 
-def _value(expr: str, token: str, spec: _Spec) -> int:
-    name, lo, hi, names = spec
-    upper = token.upper()
-    if token.isascii() and token.isdigit():
-        value = int(token)
-    elif upper in names:
-        value = names[upper]
-    elif not token:
-        _fail(expr, f"{name} has a missing value")
-    elif set(upper) <= set("0123456789LW"):
-        _fail(expr, f"{name} value {token!r} uses L/W syntax, which is not supported")
-    else:
-        _fail(expr, f"{name} value {token!r} is not a number{' or a known name' * bool(names)}")
-    if not lo <= value <= hi:
-        _fail(expr, f"{name} value {value} is out of range {lo}-{hi}")
-    return value
+def _spell_item(name: str, item: str) -> str:
+    base, slash, step = item.partition("/")
+    if name in _DAY_FIELDS and base in ("*", "?"):
+        # cronsim (like Vixie cron) reads a day field that starts with `*` as
+        # unrestricted; wai documents `*/2` and `*,5` as restricted: spell the range.
+        low, high = _RANGES[name]
+        base = f"{low}-{high}"
+    elif name == "day-of-week" and base.upper().endswith("-SUN"):
+        base = f"{base[:-3]}7"  # SUN is 0 to cronsim; `FRI-SUN` runs up to Sunday, 7
+    return f"{base}{slash}{step}"
+
+
+def _problem(names: tuple[str, ...], fields: list[str], *, refused: bool) -> str | None:
+    """The first problem in the expression, in reading order, or None if there is none.
+
+    wai itself rejects ``#``, ``L`` and ``W`` (cronsim accepts some of them); when cronsim
+    ``refused`` the expression, each item is also put to cronsim to find the culprit.
+    """
+    for name, text in zip(names, fields, strict=True):
+        for item in text.split(","):
+            if problem := _item_problem(name, text, item, probe=refused):
+                return problem
+    if not refused:
+        return None
+    # Every item reads fine alone: cronsim's one check across fields, a day-of-month that
+    # no month in the month field has (when day-of-week is `*`), refused the expression.
+    return "it can never fire: no month in the month field has that day-of-month"
+
+
+def _item_problem(name: str, text: str, item: str, *, probe: bool) -> str | None:
+    """The problem in one list ``item`` of field ``name`` (``text``), or None."""
+    if not item:
+        return f"{name} field {text!r} has an empty list item"
+    if "#" in item:
+        return f"{name} item {item!r} uses '#', which is not supported"
+    base, slash, step = item.partition("/")
+    if slash and not (step.isascii() and step.isdigit() and step.lstrip("0")):
+        return f"{name} step {step!r} is not a positive integer"
+    if base == "?" and name not in _DAY_FIELDS:
+        return f"{name} does not accept '?' (only day-of-month and day-of-week do)"
+    if base not in ("*", "?"):
+        first, dash, last = base.partition("-")
+        for value in (first, last) if dash else (first,):
+            if _LW_VALUE.fullmatch(value):
+                return f"{name} value {value!r} uses L/W syntax, which is not supported"
+            # As a range `v-v`, cronsim reads `v` as one value (a lone `*` means "every").
+            if probe and not _accepts(name, f"{value}-{value}"):
+                if not value:
+                    return f"{name} has a missing value"
+                if value.isascii() and value.isdigit():
+                    low, high = _RANGES[name]
+                    return f"{name} value {value.lstrip('0') or '0'} is out of range {low}-{high}"
+                names = " or a known name" if name in ("month", "day-of-week") else ""
+                return f"{name} value {value!r} is not a number{names}"
+        if probe and dash and not _accepts(name, _spell_item(name, base)):
+            return f"{name} range {base!r} is reversed (its start is after its end)"
+    if probe and not _accepts(name, _spell_item(name, item)):
+        return f"{name} step {step!r} is too large"  # int() refuses over 4300 digits
+    return None
+
+
+def _accepts(name: str, text: str) -> bool:
+    """Whether cronsim reads ``text`` as field ``name`` (with ``*`` in the other fields)."""
+    fields = ["*"] * len(_FIELDS)
+    fields[_FIELDS.index(name)] = text
+    try:
+        CronSim(" ".join(fields), _PROBE_START)
+    except (CronSimError, ValueError):
+        return False
+    return True
 
 
 def _aware(value: datetime, what: str) -> datetime:
