@@ -976,7 +976,7 @@ class ClientBase:
         timezone: str = "UTC",
         kind: str | None = None,
         queue: str | None = None,
-        priority: int = 2,
+        priority: int | None = None,
         max_attempts: int | None = None,
         tags: Iterable[str] = (),
         metadata: Mapping[str, Any] | None = None,
@@ -986,9 +986,10 @@ class ClientBase:
 
         ``expr`` is a 5-field (``"*/5 * * * *"``) or 6-field (leading seconds)
         cron expression, or a macro such as ``"@daily"``, read in the IANA time
-        zone ``timezone``. The job's queue and ``max_attempts`` default to what the
-        args type declares (``@wai.kind``), else to the kind's registered task (when
-        the schedule is stored), else ``"default"`` and 25. ``missed_fire_policy``
+        zone ``timezone``. The job's queue, ``priority`` and ``max_attempts`` default
+        to what the args type declares (``@wai.kind``); the queue and
+        ``max_attempts`` else to the kind's registered task (when the schedule is
+        stored), else ``"default"``, priority 2 and 25. ``missed_fire_policy``
         says what a schedule owes for fire times it missed (maintenance down,
         schedule paused): ``"coalesce"`` enqueues one job for the latest of them,
         ``"catch_up"`` one per fire time, in order.

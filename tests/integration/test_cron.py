@@ -178,6 +178,25 @@ async def test_fired_jobs_carry_the_schedule_in_their_metadata(aclient: wai.Asyn
     assert (row.args, row.priority, row.state) == ({"n": 4}, 1, "available")
 
 
+@wai.kind(queue="urgent", priority=1, max_attempts=4)
+@dataclass
+class Page:
+    to: str
+
+
+async def test_fired_jobs_take_the_args_types_declared_defaults(aclient: wai.AsyncClient) -> None:
+    aclient.periodic("declared", "* * * * *", Page(to="oncall"))
+    aclient.periodic("overridden", "* * * * *", Page(to="ops"), priority=3, queue="q")
+    await aclient.upsert_cron()
+    for name in ("declared", "overridden"):
+        await set_cursor(aclient, name, utc(2026, 3, 1, 12, 0))
+    await firer(aclient).run_once(now=utc(2026, 3, 1, 12, 1))
+    fired_jobs = {r.args["to"]: r for r in await aclient.list_jobs(kind="page")}
+    oncall, ops = fired_jobs["oncall"], fired_jobs["ops"]
+    assert (oncall.queue, oncall.priority, oncall.max_attempts) == ("urgent", 1, 4)
+    assert (ops.queue, ops.priority, ops.max_attempts) == ("q", 3, 4)
+
+
 async def test_two_passes_racing_fire_each_time_once(
     aclient: wai.AsyncClient, database_url: str
 ) -> None:

@@ -40,7 +40,7 @@ class AsyncCronOps:
         timezone: str = "UTC",
         kind: str | None = None,
         queue: str | None = None,
-        priority: int = 2,
+        priority: int | None = None,
         max_attempts: int | None = None,
         tags: Iterable[str] = (),
         metadata: Mapping[str, Any] | None = None,
