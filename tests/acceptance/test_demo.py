@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import LiteralString
 
 import psycopg
 import pytest
@@ -30,7 +31,7 @@ SUMMARY = (
 )
 
 
-def lineage(url: str, schema: str = "wai_demo") -> dict[str, list[tuple[object, ...]]]:
+def lineage(url: str, schema: LiteralString = "wai_demo") -> dict[str, list[tuple[object, ...]]]:
     """The demo's jobs straight from the database: signups, and emails with their trigger."""
     with psycopg.connect(url) as conn:
         signups = conn.execute(

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, LiteralString, TypeVar
 
 import psycopg
+from psycopg import sql
 
 import wai
 
@@ -119,10 +120,10 @@ class Db:
         """Make every completion written by sessions named ``app`` sleep ``seconds``."""
         await self.rows(SLOW_FINALIZE)
         await self.rows(
-            psycopg.sql.SQL(  # type: ignore[arg-type]
+            sql.SQL(  # type: ignore[arg-type]
                 "CREATE TRIGGER slow_finalize BEFORE UPDATE ON wai.jobs FOR EACH ROW"
                 " WHEN (NEW.state = 'completed') EXECUTE FUNCTION slow_finalize({}, {})"
-            ).format(psycopg.sql.Literal(app), psycopg.sql.Literal(str(seconds)))
+            ).format(sql.Literal(app), sql.Literal(str(seconds)))
         )
 
     async def slow_followups(self, app: str, seconds: float) -> None:
@@ -132,11 +133,11 @@ class Db:
         in :meth:`slow_finalize_rows` too.
         """
         await self.rows(
-            psycopg.sql.SQL(  # type: ignore[arg-type]
+            sql.SQL(  # type: ignore[arg-type]
                 "CREATE TRIGGER slow_followup BEFORE INSERT ON wai.jobs FOR EACH ROW"
                 " WHEN (NEW.trigger_job_id IS NOT NULL)"
                 " EXECUTE FUNCTION slow_finalize({}, {})"
-            ).format(psycopg.sql.Literal(app), psycopg.sql.Literal(str(seconds)))
+            ).format(sql.Literal(app), sql.Literal(str(seconds)))
         )
 
     async def slow_finalize_rows(self) -> int:
@@ -184,7 +185,7 @@ class Db:
 
 
 async def wait_for(
-    predicate: Callable[[], Awaitable[T]],
+    predicate: Callable[[], Awaitable[T | None]],
     timeout: float,
     *,
     what: str,

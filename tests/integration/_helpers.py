@@ -42,13 +42,16 @@ class Work:
 
 
 async def wait_for(
-    predicate: Callable[[], T | Awaitable[T]],
+    predicate: Callable[[], T | Awaitable[T | None] | None],
     timeout: float = 5.0,
     *,
     interval: float = 0.03,
     what: str | None = None,
 ) -> T:
-    """Poll ``predicate`` (sync or async) until it returns a truthy value; return it."""
+    """Poll ``predicate`` (sync or async) until it returns a truthy value; return it.
+
+    A predicate that returns ``X | None`` gives an ``X``: ``None`` is never returned.
+    """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     last: Any = None

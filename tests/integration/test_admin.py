@@ -18,6 +18,7 @@ from typing import Any, LiteralString
 
 import psycopg
 import pytest
+from psycopg import sql
 
 import wai
 from tests.factories import HOSTILE
@@ -73,7 +74,7 @@ async def make(client: wai.AsyncClient, state: str, *, queue: str = "q") -> wai.
 async def listening(client: wai.AsyncClient, channel: str) -> psycopg.AsyncConnection[Any]:
     """A connection of its own that LISTENs on ``channel`` (close it when done)."""
     conn = await psycopg.AsyncConnection.connect(client.database_url, autocommit=True)
-    await conn.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(channel)))
+    await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
     return conn
 
 

@@ -16,6 +16,7 @@ import pytest
 import wai
 from tests.integration._helpers import count, fetch, serving, wait_job
 from tests.rich_args import Color, Level, Mode, Profile, Rich, sample
+from wai import _kinds
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -107,7 +108,7 @@ async def test_args_that_no_longer_fit_fail_their_own_job_naming_the_field(
     aclient: wai.AsyncClient,
 ) -> None:
     seen = capture(aclient, "async")
-    stale: dict[str, Any] = json.loads(wai._kinds.encode_args(sample()))
+    stale: dict[str, Any] = json.loads(_kinds.encode_args(sample()))
     stale["profile"]["created"] = 1700000000  # a schema change made it a datetime
     async with serving(aclient):
         bad = await aclient.insert(stale, kind="rich")

@@ -227,11 +227,12 @@ async def test_invalid_cel_at_registration_raises_validation_error(
     aclient: wai.AsyncClient, flavor: str
 ) -> None:
     seen: list[BaseException] = []
+    invalid: list[dict[str, Any]] = [{"filter": "payload.("}, {"on_fail": "secret > 1"}]
     if flavor == "async":
 
         @aclient.task(Pay, queue="q")
         async def pay(job: wai.Job[Pay]) -> None:
-            for bad in ({"filter": "payload.("}, {"on_fail": "secret > 1"}):
+            for bad in invalid:
                 try:
                     await job.register_callback(**bad)
                 except wai.ValidationError as exc:
@@ -241,7 +242,7 @@ async def test_invalid_cel_at_registration_raises_validation_error(
 
         @aclient.task(Pay, queue="q")
         def pay_sync(job: wai.Job[Pay]) -> None:
-            for bad in ({"filter": "payload.("}, {"on_fail": "secret > 1"}):
+            for bad in invalid:
                 try:
                     job.register_callback_sync(**bad)
                 except wai.ValidationError as exc:

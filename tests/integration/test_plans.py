@@ -9,11 +9,13 @@ in which a generic plan once scanned every running row per batch.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, LiteralString, cast
 
 import psycopg
 import pytest
+from psycopg import sql
 from psycopg._queries import PostgresQuery  # pyright: ignore[reportPrivateImportUsage]
+from psycopg.adapt import Transformer
 
 import wai
 from tests.integration._helpers import Work, wait_for
@@ -43,17 +45,19 @@ PARAMS: dict[str, Any] = {
 
 
 def generic_plan(conn: psycopg.Connection[Any], name: str, schema: str) -> str:
-    converted = PostgresQuery(psycopg.adapt.Transformer(conn))
+    converted = PostgresQuery(Transformer(conn))
     # the claim runs with its limit written in the text (see _claim_query)
     text = _claim_query(schema, 32) if name == "job_claim" else query(name, schema)
     converted.convert(text, PARAMS)
     text = converted.query.decode()
     nulls = ", ".join("NULL" for _ in converted.params or ())
+    # the text is a packaged query converted by psycopg: as trusted as a literal
+    prepare = cast(LiteralString, f"PREPARE hot AS {text}".replace("%", "%%"))
     with conn.transaction():
         conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-        conn.execute(f"PREPARE hot AS {text}".replace("%", "%%"))  # pyright: ignore[reportArgumentType]
+        conn.execute(prepare)
         try:
-            cur = conn.execute(f"EXPLAIN EXECUTE hot({nulls})")  # pyright: ignore[reportArgumentType]
+            cur = conn.execute(f"EXPLAIN EXECUTE hot({nulls})")
             return "\n".join(row[0] for row in cur.fetchall())
         finally:
             conn.execute("DEALLOCATE hot")
@@ -64,8 +68,9 @@ def analyzed(sclient: wai.Client) -> wai.Client:
     """2,000 available and 2,000 completed jobs, analyzed while none is running."""
     sclient.insert_many([Work() for _ in range(2000)])
     with sclient._connection() as conn:
-        conn.execute(f"UPDATE {sclient.schema}.jobs SET state = 'completed' WHERE id % 2 = 0")
-        conn.execute(f"ANALYZE {sclient.schema}.jobs")
+        jobs = sql.Identifier(sclient.schema, "jobs")
+        conn.execute(sql.SQL("UPDATE {} SET state = 'completed' WHERE id % 2 = 0").format(jobs))
+        conn.execute(sql.SQL("ANALYZE {}").format(jobs))
     return sclient
 
 
@@ -105,7 +110,7 @@ async def test_the_analyzer_refreshes_statistics_a_small_table_grew_out_of(
     """
     sclient.insert_many([Work() for _ in range(5)])
     with sclient._connection() as conn:
-        conn.execute(f"ANALYZE {sclient.schema}.jobs")
+        conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(sclient.schema, "jobs")))
         assert "Seq Scan on jobs" in generic_plan(conn, "job_finalize_many_ids", sclient.schema)
     analyzer = Analyzer(aclient.pool, aclient.schema, interval=30)
     assert not (await analyzer.run_once()).analyzed  # 5 rows changed: nothing to do

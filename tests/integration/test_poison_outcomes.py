@@ -201,12 +201,14 @@ async def test_a_poison_closure_has_a_bounded_fate_in_a_running_worker(
     async with serving(aclient, {"q": 2, "mail": 2}):
         await wait_job(aclient, good.id, "completed")
     # Retried with backoff: make each retry due at once, three attempts in all.
+    row: JobRow | None = None
     for _ in range(5):
         await fetch(aclient, "UPDATE wai.jobs SET run_at = now() WHERE state = 'retryable'")
         async with serving(aclient, {"q": 2, "mail": 2}):
             row = await wait_job(aclient, bad.id, lambda r: r.state != "running", timeout=10)
         if row.state == "failed":
             break
+    assert row is not None
     assert row.state == "failed"
     assert row.attempt == 3
     assert all("divide" in e["error"] for e in row.errors)
@@ -264,6 +266,7 @@ async def test_the_row_a_closure_sees_is_the_row_that_commits(
     committed = await aclient.get_job(row.id)
     assert seen == [committed]  # every field, timestamps and error entries included
     [follow] = await followups_of(aclient, row.id)
+    assert follow.trigger is not None
     assert follow.trigger == wai.Trigger(
         job_id=row.id, run_lease=row.run_lease, outcome=event, spec=follow.trigger.spec
     )

@@ -162,8 +162,15 @@ async def test_sigkill_mid_job_leaves_the_job_running_for_rescue(
 
     nap = await aclient.insert(Nap(seconds=60), queue="slow")
     running = await wait_job(aclient, nap.id, "running", timeout=10)
+    claimed = running.heartbeat_at
+    assert claimed is not None  # the claim sets it
     # a heartbeat after the claim: the victim is alive and working on it
-    await wait_job(aclient, nap.id, lambda r: r.heartbeat_at > running.heartbeat_at, timeout=3)
+    await wait_job(
+        aclient,
+        nap.id,
+        lambda r: r.heartbeat_at is not None and r.heartbeat_at > claimed,
+        timeout=3,
+    )
 
     victim.kill()
     assert await asyncio.wait_for(victim.wait(), 10) == -signal.SIGKILL

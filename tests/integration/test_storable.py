@@ -72,7 +72,9 @@ def test_checked_values_round_trip_through_text_and_jsonb(shared_database_url: s
             except wai.ValidationError:
                 return
             text = orjson.dumps(value).decode()
-            (stored,) = conn.execute("SELECT %s::jsonb::text", (text,)).fetchone() or ()
+            row = conn.execute("SELECT %s::jsonb::text", (text,)).fetchone()
+            assert row is not None
+            (stored,) = row
             assert json.loads(stored) == orjson.loads(text)
 
         @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

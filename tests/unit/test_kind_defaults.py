@@ -94,8 +94,9 @@ def test_invalid_declarations_are_refused_when_made(options: dict[str, Any], mes
 def test_a_type_declares_once() -> None:
     with pytest.raises(ValidationError, match="Signup already declares"):
         wai.kind(queue="other")(Signup)
-    assert declared(Signup) is not None
-    assert declared(Signup).queue == "signup"
+    defaults = declared(Signup)
+    assert defaults is not None
+    assert defaults.queue == "signup"
 
 
 def test_dicts_and_non_classes_cannot_declare() -> None:

@@ -292,8 +292,9 @@ def test_queue_config_numbers_are_checked(option: str, value: Any) -> None:
 @pytest.mark.parametrize("option", ["poll_interval", "heartbeat_staleness", "rescue_interval"])
 @pytest.mark.parametrize("value", [math.inf, math.nan])
 def test_runtime_intervals_must_be_finite(option: str, value: float) -> None:
+    options: dict[str, Any] = {option: value}
     with pytest.raises(ValidationError, match=option):
-        RuntimeSettings(**{option: value})
+        RuntimeSettings(**options)
 
 
 def test_a_spec_name_must_be_storable() -> None:
