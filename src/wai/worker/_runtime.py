@@ -281,6 +281,7 @@ class Runtime:
     async def _watch_burst(self) -> None:
         await asyncio.gather(*(p.drained.wait() for p in self.producers.values()))
         assert self._finalizer is not None
+        # Their outcomes too: a burst run ends with nothing left to write.
         await self._finalizer.wait_idle()
         self._stopping.set()
 

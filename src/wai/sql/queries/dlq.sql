@@ -147,6 +147,7 @@ restored AS (
     FROM picked AS p,
          LATERAL jsonb_populate_record(NULL::{schema}.jobs, p.job) AS j
     ORDER BY p.dlq_at, p.job_id
+    -- No conflict target: an entry whose unique key a live job holds is skipped, and stays.
     ON CONFLICT DO NOTHING
     RETURNING *
 ),
