@@ -154,6 +154,8 @@ class ClientBase:
             self.database_url,
             min_size=min_connections,
             max_size=max_connections,
+            # Autocommit: a lone statement commits by itself; multi-statement work opens a
+            # transaction explicitly (conn.transaction()).
             kwargs={"autocommit": True},
             configure=configure_sync,
             open=False,
@@ -665,6 +667,7 @@ class ClientBase:
             with conn.transaction():
                 tx = Transaction(self, conn)
                 yield tx
+            # Only once committed: a transaction that rolled back fires no hook.
             for fn in tx.after_commit:
                 fn()
 

@@ -153,6 +153,8 @@ class AsyncClientBase:
             self.database_url,
             min_size=min_connections,
             max_size=max_connections,
+            # Autocommit: a lone statement commits by itself; multi-statement work opens a
+            # transaction explicitly (conn.transaction()).
             kwargs={"autocommit": True},
             configure=configure_async,
             open=False,
@@ -664,6 +666,7 @@ class AsyncClientBase:
             async with conn.transaction():
                 tx = AsyncTransaction(self, conn)
                 yield tx
+            # Only once committed: a transaction that rolled back fires no hook.
             for fn in tx.after_commit:
                 fn()
 

@@ -76,8 +76,10 @@ class AttemptState:
         self.release: Callable[[], None] | None = None
         self.loop = loop
         self.cancelled = _Flag()
+        # A copy: self.row stays the row as claimed.
         self.progress: dict[str, Any] | None = dict(row.progress) if row.progress else None
         self.dirty = False
+        # Progress is written from a def handler's thread and read by the loop's heartbeats.
         self.lock = threading.Lock()
         self.flush: Callable[[AttemptState], Coroutine[Any, Any, bool]] | None = None
         self.callbacks: CallbackOps | None = None

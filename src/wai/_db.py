@@ -143,6 +143,7 @@ _BATCH_FIELDS = operator.attrgetter(
     "trigger",
 )
 
+# Compact, non-ASCII kept as is: the fewest bytes to send and for the server to parse.
 _encode_column = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
@@ -201,6 +202,7 @@ def _batch_params(jobs: Sequence[NewJob]) -> dict[str, Any]:
 
 def migrate_applied(conn: Connection[Any], schema: str) -> set[int]:
     """Versions already applied to ``schema`` (empty when the schema is missing)."""
+    # to_regclass is NULL for a missing table, where a SELECT from it would raise.
     cur = conn.execute(
         "SELECT to_regclass(%s) IS NOT NULL", (f'"{validate_schema(schema)}".migrations',)
     )
@@ -216,6 +218,7 @@ def migrate_applied(conn: Connection[Any], schema: str) -> set[int]:
 def migrate_apply(conn: Connection[Any], schema: str) -> list[Migration]:
     """Apply pending migrations in one transaction under the migration lock."""
     with conn.transaction():
+        # Processes migrating at once take turns; the lock ends with this transaction.
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(schema),))
         conn.execute(ledger_sql(schema))
         todo = pending(migrate_applied(conn, schema))
@@ -364,6 +367,7 @@ def job_list(
 
 
 def _finalize_params(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    # A column of defaults only goes as NULL, which unnest pads: most batches are completions.
     return {
         "id": [o.job_id for o in outcomes],
         "run_lease": [o.run_lease for o in outcomes],

@@ -154,7 +154,7 @@ class _Runner:
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 text=True,
-                timeout=_START_TIMEOUT + 10,
+                timeout=_START_TIMEOUT + 10,  # beyond pg_ctl's -t: its own error comes first
                 # Own session: a Ctrl-C meant for the wai command (its whole process
                 # group) must not reach the server, which it would fast-shut down.
                 start_new_session=True,
@@ -210,6 +210,7 @@ def start(data_dir: Path | None = None, *, announce: Announce | None = None) -> 
         _ensure_initialized(runner, data_dir, say)
         say(f"starting embedded PostgreSQL in {data_dir} ...")
         socket_dir = _socket_dir(data_dir, runner.user)
+        # -h '': no TCP listener at all; clients connect through the socket in socket_dir.
         options = f"-h '' -k {shlex.quote(str(socket_dir))} -p {_PORT}"
         log = data_dir / "wai-server.log"
         # Listed before it starts: should this process die between the start and the
@@ -553,7 +554,7 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
+    except PermissionError:  # it exists, as another user's process
         return True
     # A killed process stays a zombie until its parent reaps it: that is dead too.
     try:

@@ -96,6 +96,7 @@ def evaluate(
     """
     try:
         result = spec.fn(*closure_args(spec.outcome, args, job, detail))
+    # Cancellation stops the task; it is not the spec's failure.
     except asyncio.CancelledError:
         raise
     except BaseException as exc:  # user code: even a KeyboardInterrupt costs only its job
@@ -103,6 +104,7 @@ def evaluate(
             f"follow-up spec {spec.name!r} ({spec.kind} → {spec.outcome}) raised {_named(exc)}"
         ) from exc
     if inspect.isawaitable(result):
+        # Closed, so the coroutine never awaited raises no RuntimeWarning later.
         close = getattr(result, "close", None)
         if callable(close):
             close()

@@ -32,6 +32,7 @@ def _conflict(job: NewJob, existing: JobRow | None) -> UniqueConflict:
 def insert_one(conn: Connection[Any], schema: str, job: NewJob) -> JobRow:
     """Insert ``job`` on ``conn`` (in the caller's transaction, if any)."""
     with translate_errors(schema):
+        # Bounded: a key that changes hands this often is reported as held (below).
         for _ in range(3):
             row = db.job_insert(conn, schema, job)
             if row is not None:

@@ -31,6 +31,7 @@ def _conflict(job: NewJob, existing: JobRow | None) -> UniqueConflict:
 async def insert_one(conn: AsyncConnection[Any], schema: str, job: NewJob) -> JobRow:
     """Insert ``job`` on ``conn`` (in the caller's transaction, if any)."""
     with translate_errors(schema):
+        # Bounded: a key that changes hands this often is reported as held (below).
         for _ in range(3):
             row = await db.job_insert(conn, schema, job)
             if row is not None:

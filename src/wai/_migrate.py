@@ -47,6 +47,7 @@ def migrations() -> list[Migration]:
 def lock_key(schema: str) -> int:
     """The advisory lock that serializes migrators of one schema."""
     digest = hashlib.blake2b(f"wai._migrate.{schema}".encode(), digest_size=8).digest()
+    # Eight bytes, signed: the bigint that pg_advisory_xact_lock takes.
     return int.from_bytes(digest, "big", signed=True)
 
 

@@ -78,6 +78,7 @@ def describe_exception(exc: BaseException, *, limit: int = 10) -> str:
     if isinstance(exc, FollowUpError):
         return storable(head)  # names the spec and the closure's exception; no wai frames
     tb = traceback.format_exception(exc)
+    # The last line repeats ``head``: keep the frames before it.
     lines = "".join(tb).rstrip().splitlines()[-limit - 1 : -1]
     return storable(head + ("\n" + "\n".join(lines) if lines else ""))
 
@@ -151,7 +152,7 @@ def decide(
             state=JobState.SCHEDULED,
             event="snoozed",
             delay=result.seconds,
-            attempt_delta=-1,
+            attempt_delta=-1,  # the claim counted one; a snooze gives it back
         )
     if isinstance(result, Cancel):
         # Cancel checks its reason when built; escaped again for one changed after that

@@ -118,6 +118,7 @@ class Registry:
                 f"a spec named {base!r} is already registered for {kind} → {outcome}"
             )
         unique, n = base, 1
+        # Closures sharing a qualified name (lambdas, say) still need distinct lineage keys.
         while unique in taken:
             n += 1
             unique = f"{base}#{n}"

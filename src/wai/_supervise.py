@@ -39,6 +39,7 @@ class Backoff:
     def next(self) -> float:
         """Count one more failure and return how long to wait before trying again."""
         self.failures += 1
+        # Capped exponent: past about 1,030 failures, base * 2**n would overflow a float.
         return min(self.base * 2 ** min(self.failures - 1, 32), self.cap)
 
     def reset(self) -> None:

@@ -62,6 +62,7 @@ def unique_key(opts: UniqueOpts, *, kind: str, queue: str, args_json: str, now: 
     if opts.by_queue:
         parts.append(b"q:" + queue.encode())
     if opts.by_args:
+        # Canonical JSON: equal args make one key whatever their key order or spacing.
         canonical: Any = json.loads(args_json)
         parts.append(b"a:" + json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode())
     if opts.by_period is not None:
@@ -73,4 +74,6 @@ def unique_key(opts: UniqueOpts, *, kind: str, queue: str, args_json: str, now: 
             )
         bucket = int(now.timestamp() // opts.by_period)
         parts.append(b"p:" + str(bucket).encode())
+    # Tagged parts joined by NUL (no kind holds one): two different option sets never
+    # hash the same bytes.
     return hashlib.blake2b(b"\x00".join(parts), digest_size=16).digest()

@@ -63,6 +63,7 @@ def parse_callback_id(value: object) -> UUID:
         return value
     if not isinstance(value, str):
         raise ValidationError(f"a callback id is a UUID or its string, got {type(value).__name__}")
+    # Longer than any spelling of a UUID: not echoed whole into the error (or a 404 body).
     if len(value) > 100:
         raise CallbackNotFound(f"no callback with id {value[:40]!r}… (not a UUID)")
     try:
@@ -76,7 +77,7 @@ def check_timeout(timeout: object, what: str = "timeout") -> float:
     if (
         isinstance(timeout, bool)
         or not isinstance(timeout, int | float)
-        or timeout != timeout
+        or timeout != timeout  # NaN
         or not 0 < timeout <= MAX_TIMEOUT
     ):
         raise ValidationError(f"{what} must be a number of seconds > 0, got {timeout!r}")

@@ -138,6 +138,7 @@ class CallbackOps:
                 except CallbackNotFound:
                     _refuse_parked(tx.connection, schema, req)
                     raise
+            # Hooks hear of it only once the caller's transaction commits.
             tx.after_commit.append(functools.partial(self._on_resolved, resolved))
             return resolved
         with borrow(self._core) as conn:

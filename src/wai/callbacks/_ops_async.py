@@ -137,6 +137,7 @@ class AsyncCallbackOps:
                 except CallbackNotFound:
                     await _refuse_parked(tx.connection, schema, req)
                     raise
+            # Hooks hear of it only once the caller's transaction commits.
             tx.after_commit.append(functools.partial(self._on_resolved, resolved))
             return resolved
         async with borrow(self._core) as conn:

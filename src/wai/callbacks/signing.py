@@ -68,6 +68,7 @@ MIN_SECRET_BYTES = 32
 #: How far (seconds) a request's timestamp may be from the receiver's clock, either way.
 DEFAULT_TOLERANCE = 300.0
 
+# Bounded digits: a huge number is refused before int() parses it.
 _TIMESTAMP = re.compile(r"[0-9]{1,15}")
 _SIGNATURE = re.compile(r"(v[12])=([0-9a-fA-F]{64})")
 _NONCE = re.compile(r"[A-Za-z0-9_-]{16,128}")
@@ -224,6 +225,7 @@ def verify(
             f"{NONCE_HEADER} header"
         )
     expected = signature(check_secret(secret), callback_id, action, body, timestamp, nonce)
+    # hexdigest() is lowercase; the header's hex may come in either case.
     if not hmac.compare_digest(expected, match[2].lower()):
         raise InvalidSignature("signature does not match")
     return expected

@@ -266,6 +266,7 @@ class ProgressBar:
 
     def line(self) -> str:
         """The progress text for ``self.done`` of ``self.total``."""
+        # Capped: entries that arrive after the count can take done past total.
         fraction = min(self.done / self.total, 1.0) if self.total > 0 else 1.0
         percent = f"{int(fraction * 100):3d}%"
         count = f"{self.done}/{self.total}"

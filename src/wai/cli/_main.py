@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(f"lost the database connection: {first_line(exc)}")
     except KeyboardInterrupt:
         _leave_handler_threads()
-        return 130
+        return 130  # 128 + SIGINT, as a shell reports Ctrl-C
     except BrokenPipeError:
         # The reader went away (`wai jobs list | head -1`). The stack has unwound (an
         # embedded server is stopped, whatever printing does); point stdout at

@@ -80,6 +80,8 @@ class Periodic:
             queue=queue,
             priority=priority,
             max_attempts=max_attempts,
+            # Materialized: the request is built into a job again at every upsert (an iterator
+            # would be spent); a str is kept whole, for the tags check to refuse.
             tags=tuple(tags) if not isinstance(tags, str) else tags,
             metadata=metadata,
         )

@@ -136,6 +136,7 @@ class DlqOps:
         done = 0
         after: tuple[datetime, int] | None = None
         with translated(self._core) as conn:
+            # Only entries there when the call began: a job that fails again is not retried twice.
             until = dlq_db.db_now(conn, self._core.schema)
         while True:
             with translated(self._core) as conn:
@@ -151,6 +152,7 @@ class DlqOps:
                     run_at=run_at,
                 )
             done += len(batch.restored)
+            # A cursor: entries whose unique key is held stay behind, and are not looked at again.
             after = batch.last
             if on_progress is not None and batch.looked_at:
                 on_progress(done)

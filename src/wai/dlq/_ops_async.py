@@ -135,6 +135,7 @@ class AsyncDlqOps:
         done = 0
         after: tuple[datetime, int] | None = None
         async with translated(self._core) as conn:
+            # Only entries there when the call began: a job that fails again is not retried twice.
             until = await dlq_db.db_now(conn, self._core.schema)
         while True:
             async with translated(self._core) as conn:
@@ -150,6 +151,7 @@ class AsyncDlqOps:
                     run_at=run_at,
                 )
             done += len(batch.restored)
+            # A cursor: entries whose unique key is held stay behind, and are not looked at again.
             after = batch.last
             if on_progress is not None and batch.looked_at:
                 on_progress(done)

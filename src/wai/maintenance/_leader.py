@@ -27,6 +27,7 @@ LEADER_NAME = "maintenance"
 
 def new_instance_id() -> str:
     """A fresh id for one runtime: ``host:pid:random``."""
+    # The random part tells apart two runtimes of one process, and a pid used again later.
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
@@ -92,6 +93,7 @@ class Elector:
             # Resign even when not (knowingly) leading: an election may have committed
             # just before the cancellation, and deleting someone else's lease is impossible.
             try:
+                # Bounded: a shutdown must not wait on an exhausted pool; the lease expires anyway.
                 async with self._pool.connection(timeout=2) as conn:
                     await maintenance_db.leader_resign(
                         conn, self._schema, name=LEADER_NAME, leader_id=self.leader_id

@@ -49,6 +49,7 @@ class Aging(PeriodicService):
     async def run_once(self) -> AgingResult:
         """Age due jobs in batches until none is left or the pass is full."""
         total: dict[str, int] = {}
+        # Short statements, and a bounded pass: a bigger backlog is left to the next passes.
         for _ in range(self._max_batches):
             async with self._pool.connection() as conn:
                 batch = await maintenance_db.job_age_priority(conn, self._schema, self._batch_size)

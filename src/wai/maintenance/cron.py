@@ -62,6 +62,7 @@ class CronFirer(PeriodicService):
                     fires = fire_plan(s.expr, s.timezone, s.missed_fire_policy, s.cursor_at, now)
                 except ValidationError as exc:
                     result.unreadable.append(s.name)
+                    # Once per bad definition, not at every pass (each second, by default).
                     if (s.name, s.expr, s.timezone) not in self._warned:
                         self._warned.add((s.name, s.expr, s.timezone))
                         logger.error("wai: periodic schedule %r not fired: %s", s.name, exc)

@@ -81,6 +81,7 @@ class OutboxSweeper(PeriodicService):
         dispatched = failed = 0
         if not pairs:
             return SweepResult(0, 0)
+        # Bounded: a large backlog is worked off over several passes.
         for _ in range(10):
             done, bad, seen = await self._sweep(pairs)
             dispatched += done
@@ -104,6 +105,7 @@ class OutboxSweeper(PeriodicService):
                         else:
                             bad += 1
             except psycopg.Error as exc:
+                # Unexpected on a live connection: raised, for repeat() to log with its traceback.
                 if not conn.broken:
                     raise
                 # Nothing of this batch committed: the next pass takes the rows again.
@@ -118,7 +120,7 @@ class OutboxSweeper(PeriodicService):
                 await self._dispatch(conn, row)
         except Exception as exc:
             if conn.broken:
-                raise
+                raise  # nothing can be recorded on a lost connection: the pass ends
             error = describe(exc)
             attempt = int(row["attempts"]) + 1
             logger.warning(

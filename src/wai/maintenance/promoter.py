@@ -38,6 +38,7 @@ class Promoter(PeriodicService):
     async def run_once(self) -> PromoterResult:
         """Promote due jobs, in batches, until none is left or 32 batches ran."""
         total: dict[str, int] = {}
+        # Short statements, and a bounded pass: a bigger backlog is left to the next passes.
         for _ in range(32):
             async with self._pool.connection() as conn:
                 batch = await maintenance_db.job_promote_due(conn, self._schema, self._batch_size)

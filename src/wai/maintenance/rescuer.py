@@ -62,6 +62,7 @@ class Rescuer(PeriodicService):
     async def run_once(self) -> RescuerResult:
         """Rescue in batches until none is left or 32 batches ran."""
         counts: dict[str, int] = {}
+        # Short transactions (locks held briefly), and a bounded pass: the rest waits for the next.
         for _ in range(32):
             async with self._pool.connection() as conn:
                 rows = await rescue(

@@ -125,6 +125,7 @@ async def apply_outcomes(
                 inserting = False
                 for row, outcome in to_outbox:
                     await _leave_outbox_row(conn, schema, row, outcome)
+                # Last: the move deletes the failed jobs' rows, which outbox rows snapshot.
                 dead = await dlq_db.dlq_route(
                     conn,
                     schema,
@@ -138,6 +139,7 @@ async def apply_outcomes(
             applied.rejected.extend((by_id[i], err) for i, err in rej.failed.items())
             pending = [o for o in pending if o.job_id not in rej.failed]
             continue
+        # The server, not a follow-up: nothing committed, and the finalizer retries the batch.
         except psycopg.OperationalError:
             raise
         except Exception as exc:

@@ -53,6 +53,7 @@ async def rescue(
         await leave_outbox_rows(
             conn, schema, "rescued", [(row.id, {"reason": why}) for row, why in rescued]
         )
+        # Last: the move deletes the failed jobs' rows, which the outbox rows above snapshot.
         await dlq_db.dlq_route(
             conn,
             schema,

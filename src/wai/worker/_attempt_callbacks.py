@@ -68,6 +68,7 @@ class AttemptCallbacks:
         self, state: AttemptState, *, timeout: float, expressions: CallbackExpressions
     ) -> CallbackToken:
         """Write a fresh callback id under the attempt's lease guard; its token."""
+        # Random: whoever holds the id can resolve the job, as with a bearer token.
         callback_id = uuid.uuid4()
         async with self._pool.connection() as conn:
             with translate_errors(self._schema):
@@ -144,6 +145,7 @@ class AttemptCallbacks:
         if parked is not None and self._hooks is not None:
             self._hooks.waiting(parked)
         while True:
+            # Cleared before reading the row, so a NOTIFY that lands during the read is not lost.
             event.clear()
             try:
                 async with self._pool.connection() as conn:
@@ -160,6 +162,7 @@ class AttemptCallbacks:
                 _check_live(state, token, rec)
             remaining = None if deadline is None else deadline - loop.time()
             if remaining is not None and remaining <= 0:
+                # Back to running: the handler goes on past its TimeoutError, heartbeating.
                 await self._unpark(state)
                 raise TimeoutError(
                     f"no resume_external for callback {token.id} within {timeout:g}s"

@@ -39,7 +39,7 @@ class _DeadlineExceeded(Exception):
 
 def _consume(fut: asyncio.Future[Any]) -> None:
     if not fut.cancelled():
-        fut.exception()
+        fut.exception()  # retrieved: asyncio logs no "never retrieved"
 
 
 async def _call(
@@ -61,6 +61,7 @@ async def _call(
             if scope.expired():
                 raise _DeadlineExceeded from None
             raise  # the handler's own TimeoutError: an ordinary failure
+    # As asyncio.to_thread does: a def handler sees the context variables an async one would.
     ctx = contextvars.copy_context()
     call = threads.submit(ctx.run, fn, job)
     fut = asyncio.wrap_future(call)
@@ -116,6 +117,7 @@ async def execute(
             ),
             state,
         )
+    # Shutdown or interrupt: _run_attempt decides that attempt's outcome.
     except asyncio.CancelledError:
         raise
     except Exception as exc:
@@ -179,6 +181,7 @@ def interrupted_outcome(row: JobRow, state: AttemptState) -> Outcome:
 
 
 def _with_progress(outcome: Outcome, state: AttemptState) -> Outcome:
+    # The finalize statement clears a completed job's progress: nothing to carry.
     if outcome.state == JobState.COMPLETED:
         return outcome
     progress = state.current_progress_json()

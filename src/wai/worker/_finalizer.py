@@ -112,6 +112,7 @@ class Finalizer:
         # add one: then nothing is gained by waiting, and every slot waits on it.
         if self._flush_interval and len(self._pending) < self._batch_size and self._busy() > 0:
             await asyncio.sleep(self._flush_interval)
+        # A writer first, then the batch: outcomes that arrive while writers are busy join it.
         await self._slots.acquire()
         batch = self._pending[: self._batch_size]
         del self._pending[: self._batch_size]
@@ -145,12 +146,14 @@ class Finalizer:
                 len(batch),
                 exc_info=True,
             )
+            # Given up on: their slots free and their heartbeats stop, so rescue recovers the jobs.
             self._on_committed(batch, [])
 
     # -- planning: user closures run here, before any lock is taken ----------------------
 
     async def _plan(self, batch: list[tuple[Outcome, AttemptState]]) -> list[_Item]:
         specs_for = self._registry.specs_for
+        # Most batches plan nothing: no thread hop for them.
         if not any(specs_for(state.kind, outcome.event) for outcome, state in batch):
             return [_Item(outcome, state) for outcome, state in batch]
         # Closures are user code: run them off the event loop, which keeps claiming,
@@ -185,7 +188,7 @@ class Finalizer:
         else:
             return _Item(outcome, state, Planned(expected=expected, jobs=jobs))
         if outcome.followup_failure:
-            return _Item(outcome, state, Planned(outbox=True))
+            return _Item(outcome, state, Planned(outbox=True))  # its own specs failed too
         emit(
             logger,
             logging.WARNING,
@@ -238,6 +241,7 @@ class Finalizer:
                         planned=planned,
                     )
             except _TRANSIENT as exc:
+                # Safe to retry: had the lost write committed, the lease guard now matches nothing.
                 if isinstance(exc, QueryCanceled):
                     raise  # a statement timeout: this batch, not the server
                 emit(
@@ -315,6 +319,7 @@ class Finalizer:
             unwritable=True,
             followup_failure=True,  # its own specs go to the outbox if they fail
         )
+        # Its specs are user code: planned off the event loop, as in _plan.
         item = await asyncio.to_thread(self._plan_one, failed, state)
         await self._write([item])
 

@@ -98,6 +98,7 @@ class Heartbeater:
                 async with self._pool.connection() as conn:
                     live = await worker_db.job_heartbeat_many(conn, self._schema, items)
             except BaseException:
+                # The progress taken for this beat was not written: the next beat sends it again.
                 for a, item in zip(chunk, items, strict=True):
                     if item[2] is not None:
                         a.dirty = True

@@ -62,6 +62,7 @@ class HookDispatcher:
 
     def __init__(self, registry: Registry, *, max_queued: int = 100_000) -> None:
         self._registry = registry
+        # Bounded: a slow hook costs dropped events (with a warning), never unbounded memory.
         self._queue: asyncio.Queue[JobEvent] = asyncio.Queue(max_queued)
         self.delivered = 0
 
@@ -120,6 +121,7 @@ class HookDispatcher:
         try:
             return decode_for(self._registry, row)
         except Exception:
+            # A hook still gets its event when the args no longer decode: the raw JSON instead.
             return row.args
 
     async def run_forever(self) -> None:
@@ -136,6 +138,7 @@ class HookDispatcher:
                         await hook(event)
                     else:
                         result = await asyncio.to_thread(hook, event)
+                        # A plain callable may return a coroutine (a lambda around an async call).
                         if inspect.isawaitable(result):
                             await result
                 except Exception:

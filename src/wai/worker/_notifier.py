@@ -77,8 +77,10 @@ class Notifier:
         while True:
             conn: AsyncConnection[Any] | None = None
             try:
+                # Autocommit: LISTEN takes effect at commit; notes arrive between transactions.
                 conn = await AsyncConnection.connect(self._url, autocommit=True)
                 for name in self._routes:
+                    # Quoted: a channel name holds a dot ("<schema>.jobs").
                     await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(name)))
                 self.connected.set()
                 if self._listened:

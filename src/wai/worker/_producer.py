@@ -141,16 +141,19 @@ class QueueProducer:
                 continue
             if not more:
                 with contextlib.suppress(TimeoutError):
+                    # NOTIFY is only a wakeup: poll anyway, for one sent while LISTEN was down.
                     await asyncio.wait_for(self._wake.wait(), self._poll_interval)
                 if self._stopping:
                     break
                 free = self.free_slots()
                 if free <= 0:
                     continue
+            # Cleared before the claim, so a NOTIFY that arrives during it triggers the next one.
             self._wake.clear()
             limit = min(free, cap)
             try:
                 rows = await self._claim(limit)
+            # Retrying is safe: a claim committed but unacknowledged leaves its jobs for rescue.
             except psycopg.Error as exc:
                 self.claim_failing = True
                 logger.warning("wai: claim on queue %r failed (%s); retrying", self.name, exc)
@@ -165,8 +168,11 @@ class QueueProducer:
             for row in rows:
                 self.running += 1
                 self._launch(row, self)
+            # A full batch may have left more behind: claim again without waiting.
             more = len(rows) == limit
             if self._burst and not rows:
+                # Running attempts may still make work available here (a follow-up, say):
+                # look once more after their outcomes are written.
                 while self.running or self.finishing:
                     self._freed.clear()
                     await self._freed.wait()

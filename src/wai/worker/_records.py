@@ -111,6 +111,7 @@ class Recorder:
         """Remove the record (graceful shutdown); a failure leaves it to the leader."""
         rt = self._runtime
         try:
+            # Shutdown waits little on an exhausted pool: the leader collects a leftover record.
             async with rt.client.pool.connection(timeout=2) as conn:
                 await worker_db.runtime_instance_delete(conn, rt.client.schema, rt.instance_id)
         except Exception as exc:  # the leader collects stale records

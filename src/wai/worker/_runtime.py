@@ -108,6 +108,7 @@ class Runtime:
         pool = client.pool
         schema = client.schema
         total = sum(c.concurrency for c in self.queues.values())
+        # A thread per slot of every queue, so a claimed `def` handler never waits for a thread.
         self._threads = ThreadPoolExecutor(max_workers=max(total, 4), thread_name_prefix="wai-job")
         self._finalizer = Finalizer(
             pool,
@@ -185,6 +186,7 @@ class Runtime:
             asyncio.create_task(self._watch_burst())  # noqa: RUF006 - ends with the producers
         if self.notifier is not None:
             try:
+                # Bounded: start() must not hang on LISTEN; the claim loops poll until it connects.
                 await asyncio.wait_for(notifier.connected.wait(), 5)
             except TimeoutError:
                 emit(logger, logging.WARNING, "wai: LISTEN not ready after 5 s; relying on polling")
@@ -225,6 +227,7 @@ class Runtime:
     async def _store_specs(self) -> None:
         # The (kind, outcome) pairs this process can dispatch, remembered for good: outbox
         # retention never deletes a row that some deployment registered a spec for.
+        # Sorted: runtimes that start together lock the same rows in the same order (no deadlock).
         pairs = sorted(self.client.registry.specs)
         if pairs:
             async with self.client.pool.connection() as conn:
@@ -278,6 +281,7 @@ class Runtime:
     async def _watch_burst(self) -> None:
         await asyncio.gather(*(p.drained.wait() for p in self.producers.values()))
         assert self._finalizer is not None
+        # Their outcomes too: a burst run ends with nothing left to write.
         await self._finalizer.wait_idle()
         self._stopping.set()
 
@@ -323,6 +327,7 @@ class Runtime:
         self._stopping.set()
         for p in self.producers.values():
             p.stop()
+        # No claim is in flight after this: every attempt that will run is in _handlers.
         await asyncio.gather(*self._producer_tasks, return_exceptions=True)
         for _, state in self._handlers.values():
             state.cancelled.set()
@@ -333,8 +338,10 @@ class Runtime:
             for t in late:
                 t.cancel()
             if late:
+                # A cancelled handler still submits its outcome (_run_attempt): wait briefly for it.
                 await asyncio.wait(late, timeout=5)
         if self._finalizer is not None:
+            # A second Ctrl-C means "stop now": a short wait for the outcomes it recorded.
             bound = 5.0 if self.interrupted else max(timeout, 5)
             try:
                 await asyncio.wait_for(self._finalizer.wait_idle(), timeout=bound)
@@ -346,8 +353,10 @@ class Runtime:
                     self._finalizer.pending,
                 )
         await stop_tasks(self._background)  # re-cancels a loop that absorbed its cancel
+        # After the record loop stopped, which would otherwise write the record again.
         await self.recorder.delete()
         if self._threads is not None:
+            # Not waited for: a def handler's thread cannot be stopped; queued calls never start.
             self._threads.shutdown(wait=False, cancel_futures=True)
         self.stopped = True
         self._log_stopped(began, running, len(late), timeout)
@@ -436,6 +445,7 @@ class Runtime:
                     extra=job_extra(row),
                 )
                 producer.hold(state.overrun)
+            # Freed when the outcome is written: claims never outrun the finalizer (free_slots).
             state.release = producer.finalized
             self._handlers.pop(asyncio.current_task(), None)  # type: ignore[arg-type]
         self._finalizer.submit(outcome, state)

@@ -56,6 +56,8 @@ class RuntimeSettings:
     burst: bool = False
     completion_batch_size: int = 512
     completion_flush_interval: float = 0.001
+    # Two: one batch's statements and commit overlap the next's (one writer was the drain's
+    # bottleneck).
     completion_writers: int = 2
     promote_batch_size: int = 4096
     record_interval: float = 5.0

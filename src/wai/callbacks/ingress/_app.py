@@ -151,6 +151,7 @@ class _Ingress:
         """The body, or the 400/413 response when it is malformed or too large."""
         length = request.headers.get("content-length")
         if length is not None:
+            # isascii(): isdigit() also accepts digits such as "²", which int() refuses.
             if not length.isdigit() or not length.isascii():
                 return _error(400, "Content-Length must be a number of bytes")
             if int(length) > self.max_body:
@@ -203,6 +204,7 @@ class _Ingress:
         client = self.client
         async with client.transaction() as tx:
             with translate_errors(client.schema):
+                # A timestamp passes for 2 x tolerance (from tolerance ahead to tolerance behind).
                 fresh = await callback_db.callback_request_remember(
                     tx.connection,
                     client.schema,

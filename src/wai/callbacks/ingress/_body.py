@@ -38,6 +38,7 @@ def _reject_constant(name: str) -> Any:
 
 def _load(body: bytes) -> object:
     try:
+        # NaN and Infinity are Python's extensions, not JSON (and jsonb refuses them).
         return json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
     except UnicodeDecodeError:
         raise ValidationError("the body is not UTF-8") from None

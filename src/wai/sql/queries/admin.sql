@@ -45,6 +45,7 @@ notified AS (
 )
 SELECT t.prev_state::text AS prev_state, c.*
 FROM target AS t LEFT JOIN cancelled AS c ON true
+-- Always true: counting a SELECT CTE runs it whole; one never read would send no NOTIFY.
 WHERE (SELECT count(*) FROM notified) >= 0;
 
 -- name: job_retry :one
@@ -82,6 +83,7 @@ stopped AS (
 )
 SELECT t.prev_state::text AS prev_state, r.*
 FROM target AS t LEFT JOIN retried AS r ON true
+-- Always true: counting a SELECT CTE runs it whole; one never read would send no NOTIFY.
 WHERE (SELECT count(*) FROM woken) >= 0 AND (SELECT count(*) FROM stopped) >= 0;
 
 -- name: queue_pause :one
@@ -105,6 +107,7 @@ WITH resumed AS (
 woken AS (
     SELECT pg_notify(%(channel)s, resumed.name) FROM resumed
 )
+-- Always true: counting a SELECT CTE runs it whole; one never read would send no NOTIFY.
 SELECT resumed.* FROM resumed WHERE (SELECT count(*) FROM woken) >= 0;
 
 -- name: queue_drain :one
@@ -140,6 +143,7 @@ stopped AS (
                      json_build_object('job_id', d.id, 'run_lease', d.prev_lease)::text)
     FROM drained AS d WHERE d.prev_state = 'waiting_external'
 )
+-- Always true: counting a SELECT CTE runs it whole; one never read would send no NOTIFY.
 SELECT id FROM drained WHERE (SELECT count(*) FROM stopped) >= 0;
 
 -- name: queue_stats :many

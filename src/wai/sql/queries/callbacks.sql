@@ -53,6 +53,8 @@ WHERE id = %(id)s AND state = 'waiting_external' AND run_lease = %(run_lease)s
 -- name: job_callback_take :one
 -- The row as a waiting handler sees it; takes (and clears) a payload resume_external left.
 WITH cur AS (
+    -- FOR UPDATE waits for a resolution in flight, then reads the row version it committed,
+    -- the one `taken` acts on (a plain read would see this statement's older snapshot).
     SELECT id, state, run_lease, callback_id, callback_result
     FROM {schema}.jobs WHERE id = %(id)s
     FOR UPDATE
@@ -73,6 +75,7 @@ FROM cur;
 -- Lock the job of an unresolved callback (for resolve_callback's CEL evaluation).
 SELECT * FROM {schema}.jobs
 WHERE callback_id = %(callback_id)s::uuid AND state IN ('waiting_external', 'running')
+-- Locked: the row the expressions see is the row the resolution then changes.
 FOR UPDATE;
 
 -- name: job_callback_complete :one
@@ -100,6 +103,7 @@ notified AS (
                      json_build_object('job_id', d.id, 'run_lease', d.run_lease)::text)
     FROM done AS d
 )
+-- Always true: counting a SELECT CTE runs it whole; one never read would send no NOTIFY.
 SELECT done.* FROM done WHERE (SELECT count(*) FROM notified) >= 0;
 
 -- name: job_callback_fail :one
@@ -130,6 +134,7 @@ notified AS (
                      json_build_object('job_id', d.id, 'run_lease', d.run_lease)::text)
     FROM done AS d
 )
+-- Always true: counting a SELECT CTE runs it whole; one never read would send no NOTIFY.
 SELECT done.* FROM done WHERE (SELECT count(*) FROM notified) >= 0;
 
 -- name: job_callback_retry :one
@@ -170,6 +175,7 @@ notified AS (
     FROM done AS d
 )
 SELECT done.* FROM done
+-- Always true: counting a SELECT CTE runs it whole; one never read would send no NOTIFY.
 WHERE (SELECT count(*) FROM woken) >= 0 AND (SELECT count(*) FROM notified) >= 0;
 
 -- name: job_callback_resume :one
@@ -197,6 +203,7 @@ notified AS (
                      json_build_object('job_id', d.id, 'run_lease', d.run_lease)::text)
     FROM done AS d
 )
+-- Always true: counting a SELECT CTE runs it whole; one never read would send no NOTIFY.
 SELECT done.* FROM done WHERE (SELECT count(*) FROM notified) >= 0;
 
 -- name: job_callback_parked :one
@@ -223,6 +230,7 @@ WITH purged AS (
     WHERE digest IN (
         SELECT digest FROM {schema}.callback_requests
         WHERE expires_at < now()
+        -- A bounded purge per request, and SKIP LOCKED: a request never waits on another's purge.
         ORDER BY expires_at
         LIMIT 100
         FOR UPDATE SKIP LOCKED

@@ -74,6 +74,7 @@ ins AS (
 notified AS (
     SELECT pg_notify(%(channel)s, q.queue) FROM (SELECT DISTINCT queue FROM ins) AS q
 )
+-- Always true: counting a SELECT CTE runs it whole; one never read would send no NOTIFY.
 SELECT id FROM ins WHERE (SELECT count(*) FROM notified) >= 0 ORDER BY id;
 
 -- name: cron_list :many
@@ -120,4 +121,5 @@ ins AS (
 notified AS (
     SELECT pg_notify(%(channel)s, ins.queue) FROM ins
 )
+-- Always true: counting a SELECT CTE runs it whole; one never read would send no NOTIFY.
 SELECT ins.* FROM ins WHERE (SELECT count(*) FROM notified) >= 0;

@@ -5,6 +5,7 @@
 --
 -- Filters: %(queue)s, %(kind)s, %(tag)s and %(reason)s narrow a listing or a bulk action
 -- (NULL: any); %(ids)s names the entries of a one-job action (NULL: use the filters).
+-- Bulk actions lock with SKIP LOCKED: two at once share out the rows instead of waiting.
 
 -- name: dlq_route :many
 -- Move jobs that just failed (in this transaction) to the dead-letter queue when their
@@ -51,6 +52,7 @@ WITH picked AS (
       AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
       AND (%(kind)s::text IS NULL OR kind = %(kind)s::text)
       AND (%(tag)s::text IS NULL OR tags @> ARRAY[%(tag)s::text])
+    -- (state, id) is jobs_state_idx's order: with state fixed, an index walk up to the LIMIT.
     ORDER BY state, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -127,6 +129,7 @@ WITH picked AS (
     FOR UPDATE SKIP LOCKED
 ),
 restored AS (
+    -- OVERRIDING SYSTEM VALUE: the job comes back under its own id (GENERATED ALWAYS).
     INSERT INTO {schema}.jobs (
         id, kind, queue, args, state, priority, attempt, max_attempts, run_at,
         attempted_at, created_at, errors, metadata, tags, unique_key, unique_states,
@@ -144,6 +147,7 @@ restored AS (
     FROM picked AS p,
          LATERAL jsonb_populate_record(NULL::{schema}.jobs, p.job) AS j
     ORDER BY p.dlq_at, p.job_id
+    -- No conflict target: an entry whose unique key a live job holds is skipped, and stays.
     ON CONFLICT DO NOTHING
     RETURNING *
 ),
@@ -156,6 +160,7 @@ woken AS (
 )
 SELECT p.job_id AS dlq_job_id, p.dlq_at AS dlq_at, r.*
 FROM picked AS p LEFT JOIN restored AS r ON r.id = p.job_id
+-- Always true: counting a SELECT CTE runs it whole; one never read would send no NOTIFY.
 WHERE (SELECT count(*) FROM removed) >= 0 AND (SELECT count(*) FROM woken) >= 0
 ORDER BY p.dlq_at, p.job_id;
 

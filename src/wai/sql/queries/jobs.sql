@@ -192,6 +192,8 @@ WITH picked AS (
     SELECT id AS picked_id FROM {schema}.jobs
     WHERE state = 'available' AND queue = %(queue)s
       AND NOT EXISTS (SELECT 1 FROM {schema}.queues AS q WHERE q.name = %(queue)s AND q.paused)
+    -- The order of jobs_claim_idx (available rows only): an index walk that stops at the LIMIT.
+    -- SKIP LOCKED: concurrent claims pass over each other's rows instead of waiting on them.
     ORDER BY priority, run_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -202,6 +204,7 @@ SET state = 'running',
     run_lease = j.run_lease + 1,
     attempted_at = now(),
     heartbeat_at = now(),
+    -- The kind's own deadline (its task's), else the queue's; NULL (none) leaves it NULL.
     deadline_at = now() + make_interval(secs => coalesce(
         (SELECT d.seconds FROM unnest(%(deadline_kinds)s::text[], %(deadline_seconds)s::float8[])
              AS d(kind, seconds) WHERE d.kind = j.kind),
@@ -352,6 +355,8 @@ RETURNING j.id;
 WITH due AS (
     SELECT id FROM {schema}.jobs
     WHERE state IN ('scheduled', 'retryable') AND run_at <= now()
+    -- Oldest due first along jobs_due_idx; a row locked elsewhere (an operator's action) is
+    -- skipped, not waited for: the next pass takes it.
     ORDER BY run_at
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -365,6 +370,7 @@ notified AS (
     SELECT pg_notify(%(channel)s, q.queue) FROM (SELECT DISTINCT queue FROM promoted) AS q
 )
 SELECT queue, count(*) AS promoted FROM promoted
+-- Always true: counting a SELECT CTE runs it whole; one never read would send no NOTIFY.
 WHERE (SELECT count(*) FROM notified) >= 0
 GROUP BY queue;
 
@@ -387,6 +393,9 @@ WHERE (state = 'running'
    OR (state = 'waiting_external'
        AND (callback_timeout_at < now()
             OR heartbeat_at < now() - make_interval(secs => %(staleness)s)))
+-- Locked in id order, the order queue_drain locks in too. SKIP LOCKED: a row being written
+-- (an outcome, or the orphaned statement of a dead worker) is not waited for; the next pass
+-- re-checks it.
 ORDER BY id
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;

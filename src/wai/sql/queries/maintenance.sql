@@ -32,6 +32,7 @@ DELETE FROM {schema}.runtime_instances
 WHERE last_seen_at < now() - make_interval(secs => greatest(
     %(min_age)s::float8,
     3 * coalesce(
+        -- A number only: one malformed record must not fail the cast, and the whole statement.
         CASE WHEN jsonb_typeof(health -> 'record_interval') = 'number'
              THEN (health ->> 'record_interval')::float8 END,
         %(default_interval)s::float8)))
@@ -147,6 +148,7 @@ due AS (
         FROM {schema}.jobs AS j
         CROSS JOIN LATERAL (
             SELECT greatest(1, coalesce(
+                -- User metadata: a value that is not a number is ignored, not cast (and failed).
                 CASE WHEN jsonb_typeof(j.metadata -> 'wai.original_priority') = 'number'
                      THEN least(4, (j.metadata ->> 'wai.original_priority')::numeric::int) END,
                 j.priority
@@ -158,6 +160,7 @@ due AS (
           AND j.run_at <= now() - a.priority_aging
           AND t.target < j.priority
         LIMIT %(limit)s
+        -- SKIP LOCKED: a job that a claim is taking right now is left to it, not waited for.
         FOR UPDATE OF j SKIP LOCKED
     ) AS c
     LIMIT %(limit)s
