@@ -107,6 +107,24 @@ async def test_aging_touches_only_available_jobs_of_aging_queues(
         assert await _priority(aclient, job_id) == (4, {}), job_id
 
 
+@pytest.mark.parametrize(
+    ("stored", "original"), [(1e10, 4), (-1e10, 1), (2.6, 3), ("3", 4), ([1], 4)]
+)
+async def test_a_hostile_original_priority_costs_nothing_but_itself(
+    aclient: wai.AsyncClient, stored: Any, original: int
+) -> None:
+    # user metadata may hold anything under the key: a number is clamped to 1..4, anything
+    # else ignored (the job's own priority counts), and the pass still ages its neighbours
+    await _set_aging(aclient, "aging", 60)
+    hostile = await _job(aclient, waited=90, priority=4, metadata={ORIGINAL: stored})
+    neighbour = await _job(aclient, waited=90, priority=4)
+    assert await Aging(aclient.pool, aclient.schema, interval=1).run_once() == AgingResult(
+        {"aging": 2}
+    )
+    assert (await aclient.get_job(hostile)).priority == max(1, original - 1)
+    assert await _priority(aclient, neighbour) == (3, {ORIGINAL: 4})
+
+
 async def test_aging_works_in_batches(aclient: wai.AsyncClient) -> None:
     await _set_aging(aclient, "aging", 10)
     ids = [await _job(aclient, waited=15) for _ in range(7)]

@@ -148,9 +148,11 @@ due AS (
         FROM {schema}.jobs AS j
         CROSS JOIN LATERAL (
             SELECT greatest(1, coalesce(
-                -- User metadata: a value that is not a number is ignored, not cast (and failed).
+                -- User metadata: a value that is not a number is ignored, not cast (and failed),
+                -- and a number is clamped to 1..4 before the cast, so 1e10 cannot overflow it.
                 CASE WHEN jsonb_typeof(j.metadata -> 'wai.original_priority') = 'number'
-                     THEN least(4, (j.metadata ->> 'wai.original_priority')::numeric::int) END,
+                     THEN least(4, greatest(1,
+                              (j.metadata ->> 'wai.original_priority')::numeric))::int END,
                 j.priority
             ) - floor(extract(epoch FROM now() - j.run_at) / a.secs)::bigint)::smallint AS target
         ) AS t
