@@ -12,17 +12,16 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Sequence
-from typing import Any, LiteralString
+from typing import Any
 
 from psycopg import AsyncConnection, sql
-from psycopg.rows import RowMaker, dict_row, tuple_row
+from psycopg.rows import dict_row, tuple_row
 
 from wai._admin import QueueStats
 from wai._inserts import NewJob, inserted_row
 from wai._instances import RuntimeInstance
 from wai._job import JobRow, JobState
 from wai._migrate import Migration, ledger_sql, lock_key, pending
-from wai._outcomes import Outcome
 from wai._sql import query, validate_schema
 
 __all__ = [
@@ -30,8 +29,6 @@ __all__ = [
     "channel",
     "job_cancel",
     "job_copy",
-    "job_finalize_many",
-    "job_finalize_many_ids",
     "job_get",
     "job_get_by_unique_key",
     "job_insert",
@@ -47,6 +44,7 @@ __all__ = [
     "queue_resume",
     "queue_stats",
     "runtime_instance_list",
+    "unless_all",
 ]
 
 
@@ -74,20 +72,6 @@ async def _rows(
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(query(name, schema), params, prepare=prepare)
         return [JobRow.from_record(r) for r in await cur.fetchall()]
-
-
-def _job_rows(_cursor: object) -> RowMaker[JobRow]:
-    """Row factory: each row of a claim or finalize (``ROW_COLUMNS`` first) as a JobRow."""
-    return JobRow.from_row
-
-
-async def _positional(
-    conn: AsyncConnection[Any], text: LiteralString, params: dict[str, Any]
-) -> list[JobRow]:
-    """Run ``text``, whose RETURNING starts with ``ROW_COLUMNS``; its rows as JobRows."""
-    async with conn.cursor(row_factory=_job_rows) as cur:
-        await cur.execute(text, params)
-        return await cur.fetchall()
 
 
 async def _inserted(
@@ -148,7 +132,7 @@ _BATCH_FIELDS = operator.attrgetter(
 _encode_column = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
-def _unless_all(values: Sequence[Any], default: object) -> Sequence[Any] | None:
+def unless_all(values: Sequence[Any], default: object) -> Sequence[Any] | None:
     """``values``, or None (a NULL array or document) when each one is ``default``."""
     return None if values.count(default) == len(values) else values
 
@@ -159,7 +143,7 @@ def _column(values: Sequence[Any], default: object = None) -> str | None:
     ROWS FROM pads the empty result of ``jsonb_array_elements(NULL)`` with NULLs, so a
     column that no job of the batch sets costs neither its encoding nor its parse.
     """
-    kept = _unless_all(values, default)
+    kept = unless_all(values, default)
     return None if kept is None else _encode_column(kept)
 
 
@@ -369,38 +353,6 @@ async def job_list(
             "limit": limit,
         },
     )
-
-
-def _finalize_params(outcomes: Sequence[Outcome]) -> dict[str, Any]:
-    # A column of defaults only goes as NULL, which unnest pads: most batches are completions.
-    return {
-        "id": [o.job_id for o in outcomes],
-        "run_lease": [o.run_lease for o in outcomes],
-        "state": [o.state.value for o in outcomes],
-        "delay": _unless_all([o.delay for o in outcomes], None),
-        "error": _unless_all([o.error for o in outcomes], None),
-        "terminal": _unless_all([o.terminal for o in outcomes], False),
-        "attempt_delta": _unless_all([o.attempt_delta for o in outcomes], 0),
-        "progress": _unless_all([o.progress for o in outcomes], None),
-        "callback_id": _unless_all([o.callback_id for o in outcomes], None),
-        "at": _unless_all([o.at for o in outcomes], None),
-        "run_at": _unless_all([o.run_at for o in outcomes], None),
-    }
-
-
-async def job_finalize_many(
-    conn: AsyncConnection[Any], schema: str, outcomes: Sequence[Outcome]
-) -> list[JobRow]:
-    """Apply outcomes under the lease guard; returns the rows that changed."""
-    return await _positional(conn, query("job_finalize_many", schema), _finalize_params(outcomes))
-
-
-async def job_finalize_many_ids(
-    conn: AsyncConnection[Any], schema: str, outcomes: Sequence[Outcome]
-) -> list[tuple[int, JobState]]:
-    """:func:`job_finalize_many` returning only (id, new state) of the rows that changed."""
-    cur = await conn.execute(query("job_finalize_many_ids", schema), _finalize_params(outcomes))
-    return [(r[0], JobState(r[1])) for r in await cur.fetchall()]
 
 
 async def _operated(

@@ -20,7 +20,7 @@ from wai._outcomes import Outcome
 from wai.callbacks import CallbackExpressions
 from wai.callbacks import _queries_async as callback_db
 from wai.maintenance import Cleaner, Rescuer
-from wai.transitions._apply_async import apply_outcomes
+from wai.transitions._finalize import apply_outcomes
 from wai.worker import _queries as worker_db
 
 pytestmark = pytest.mark.timeout(60)

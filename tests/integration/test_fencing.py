@@ -26,9 +26,9 @@ from tests.integration._helpers import (
     wait_gate,
     wait_job,
 )
-from wai import _db_async as db
 from wai._job import JobState
 from wai._outcomes import Outcome
+from wai.transitions import _queries as transition_db
 from wai.worker import _queries as worker_db
 
 pytestmark = pytest.mark.timeout(60)
@@ -188,7 +188,7 @@ def _completed(job_id: int, lease: int) -> Outcome:
 
 async def _finalize(client: wai.AsyncClient, outcomes: list[Outcome]) -> list[wai.JobRow]:
     async with client._connection() as conn, conn.transaction():
-        return await db.job_finalize_many(conn, client.schema, outcomes)
+        return await transition_db.job_finalize_many(conn, client.schema, outcomes)
 
 
 async def test_finalize_with_a_wrong_lease_matches_no_row(aclient: wai.AsyncClient) -> None:

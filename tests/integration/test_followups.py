@@ -13,7 +13,7 @@ import wai
 from tests.integration._helpers import count, fetch, serving, wait_for, wait_job
 from wai._job import JobState
 from wai._outcomes import Outcome
-from wai.transitions._apply_async import apply_outcomes
+from wai.transitions._finalize import apply_outcomes
 from wai.worker import _queries as worker_db
 
 

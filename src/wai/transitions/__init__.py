@@ -4,10 +4,12 @@ One place writes the guarded update of a job, its follow-up jobs or the outbox r
 owe them, and its dead-letter row, in one transaction, so an outcome never commits
 without its follow-ups:
 
-- ``_apply_async`` (its sync twin ``_apply`` is generated): worker outcomes, callback
-  resolutions, and the operator's cancel, retry and drain;
+- ``_finalize`` (async only: only the worker finalizes): worker outcomes, in batches;
+- ``_apply_async`` (its sync twin ``_apply`` is generated): callback resolutions, and the
+  operator's cancel, retry and drain, which both clients make;
 - ``_rescue`` (async only: only the maintenance leader rescues): attempts whose worker
-  died, that outlived their deadline, or whose callback timed out.
+  died, that outlived their deadline, or whose callback timed out;
+- ``_queries`` (async only): the finalize and rescue statements.
 
 What a transition does to a job is decided by pure code elsewhere (``wai._outcomes``,
 ``wai._retry``, ``wai._followups``); this package only writes it. Transitions that carry

@@ -6,16 +6,15 @@ Async only: only the maintenance leader rescues.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from psycopg import AsyncConnection
 
 from wai._job import JobRow, JobState
-from wai._outcomes import Rescue, decide_rescue
-from wai._sql import query
+from wai._outcomes import decide_rescue
 from wai.dlq import _queries_async as dlq_db
 from wai.dlq import failure_reason
+from wai.transitions import _queries as db
 from wai.transitions._apply_async import leave_outbox_rows
 
 __all__ = ["rescue"]
@@ -39,17 +38,16 @@ async def rescue(
     a failed job of a queue with the dead-letter queue on moves there.
     """
     async with conn.transaction():
-        cur = await conn.execute(
-            query("job_rescue_lock", schema),
-            {"staleness": staleness, "deadline_grace": deadline_grace, "limit": limit},
+        locked = await db.job_rescue_lock(
+            conn, schema, staleness=staleness, deadline_grace=deadline_grace, limit=limit
         )
         decisions = [
-            decide_rescue(job_id=r[0], attempt=r[1], max_attempts=r[2], reason=r[3])
-            for r in await cur.fetchall()
+            decide_rescue(job_id=i, attempt=attempt, max_attempts=most, reason=why)
+            for i, attempt, most, why in locked
         ]
         if not decisions:
             return []
-        rescued = await _apply(conn, schema, decisions)
+        rescued = await db.job_rescue_apply(conn, schema, decisions)
         await leave_outbox_rows(
             conn, schema, "rescued", [(row.id, {"reason": why}) for row, why in rescued]
         )
@@ -64,21 +62,3 @@ async def rescue(
             ],
         )
     return rescued
-
-
-async def _apply(
-    conn: AsyncConnection[Any], schema: str, decisions: Sequence[Rescue]
-) -> list[tuple[JobRow, str]]:
-    cur = await conn.execute(
-        query("job_rescue_apply", schema),
-        {
-            "id": [d.job_id for d in decisions],
-            "state": [d.state.value for d in decisions],
-            "delay": [d.delay for d in decisions],
-            "error": [d.error for d in decisions],
-            "reason": [d.reason for d in decisions],
-        },
-    )
-    rows = [(JobRow.from_row(r), str(r[-1])) for r in await cur.fetchall()]
-    rows.sort(key=lambda pair: pair[0].id)  # RETURNING has no order of its own
-    return rows

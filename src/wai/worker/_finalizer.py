@@ -22,7 +22,7 @@ from wai._registry import Registry
 from wai._supervise import repeat
 from wai._text import storable
 from wai.errors import FollowUpError
-from wai.transitions._apply_async import Planned, apply_outcomes
+from wai.transitions._finalize import Planned, apply_outcomes
 from wai.worker._joblog import job_extra, log_written
 
 __all__ = ["Finalizer"]
