@@ -125,6 +125,7 @@ COMMANDS = {
     "worker": ["worker", "app:client", "--burst"],
     "maintenance": ["maintenance", "app:client"],
     "callbacks serve": ["callbacks", "serve", "app:client", "--secret-env", "TEST_SECRET"],
+    "serve": ["serve", "app:client"],
 }
 
 

@@ -77,6 +77,7 @@ PUBLIC_MODULES = [
     "wai.callbacks",
     "wai.callbacks.ingress",
     "wai.callbacks.signing",
+    "wai.web",
     "wai.worker",
     "wai.cli",
 ]

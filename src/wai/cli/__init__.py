@@ -10,9 +10,9 @@ on stderr, without a traceback for wai's own errors and connection failures.
 
 One module per command group, each adding its commands with ``add_commands``:
 :mod:`~wai.cli.migrate`, :mod:`~wai.cli.worker` (``worker`` and ``maintenance``,
-with ``--processes`` supervision), :mod:`~wai.cli.jobs`, :mod:`~wai.cli.queues`,
-:mod:`~wai.cli.instances`, :mod:`~wai.cli.callbacks`, :mod:`~wai.cli.completion`,
-:mod:`~wai.cli.dlq`, :mod:`~wai.cli.cron`, :mod:`~wai.cli.outbox`,
+with ``--processes`` supervision), :mod:`~wai.cli.serve`, :mod:`~wai.cli.jobs`,
+:mod:`~wai.cli.queues`, :mod:`~wai.cli.instances`, :mod:`~wai.cli.callbacks`,
+:mod:`~wai.cli.completion`, :mod:`~wai.cli.dlq`, :mod:`~wai.cli.cron`, :mod:`~wai.cli.outbox`,
 :mod:`~wai.cli.embedded` and :mod:`~wai.cli.demo`. :mod:`wai.cli._main` assembles
 the parser and runs a command; :mod:`wai.cli._common` holds what they share
 (database options, parser plumbing, errors, prompts), :mod:`wai.cli._app` loads

@@ -24,6 +24,7 @@ from wai.cli import (
     migrate,
     outbox,
     queues,
+    serve,
     worker,
 )
 from wai.cli._common import Command, UsageError, add_database_options, fail, first_line
@@ -69,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     # The order of `wai --help`.
     migrate.add_commands(sub)
     worker.add_commands(sub)
+    serve.add_commands(sub)
     jobs.add_commands(sub)
     queues.add_commands(sub)
     instances.add_commands(sub)

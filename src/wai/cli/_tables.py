@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any, cast
-from uuid import UUID
+from typing import Any
 
 import orjson
 
 from wai._admin import QueueStats
 from wai._instances import RuntimeInstance
 from wai._job import JobRow, JobState
+from wai._jsonable import jsonable
 
 __all__ = [
     "cell",
@@ -35,29 +33,6 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 # datetimes left to jsonable (isoformat keeps an offset's seconds, orjson drops them).
 _ORJSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_PASSTHROUGH_DATETIME
 # A JSON string (a quote inside one is escaped) or a number, in orjson's output.
-
-
-def jsonable(value: Any) -> Any:
-    """``value`` as plain JSON data: dataclasses become objects, datetimes ISO 8601 text.
-
-    UUIDs become strings, bytes hex, enums their value, tuples and sets lists.
-    """
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, enum.Enum):
-        return jsonable(value.value)
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, UUID):
-        return str(value)
-    if isinstance(value, bytes):
-        return value.hex()
-    if isinstance(value, Mapping):
-        mapping = cast(Mapping[Any, Any], value)
-        return {str(k): jsonable(v) for k, v in mapping.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [jsonable(v) for v in cast(Iterable[Any], value)]
-    return value
 
 
 def json_text(value: Any) -> str:

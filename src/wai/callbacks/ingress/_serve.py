@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from wai.callbacks.ingress._app import DEFAULT_MAX_BODY, create_callback_app
 from wai.callbacks.signing import DEFAULT_TOLERANCE
@@ -13,39 +10,12 @@ from wai.client import AsyncClient
 
 try:
     import uvicorn
+
+    from wai._http_server import SignalServer
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("wai callbacks serve needs the http extra: pip install 'wai[http]'") from exc
 
 __all__ = ["serve"]
-
-
-class _Server(uvicorn.Server):
-    """uvicorn's server, stopping on SIGTERM/SIGINT without re-raising the signal afterwards.
-
-    uvicorn's own handlers raise the captured signal again once the server has
-    stopped, which would kill the process before the client's pool is closed.
-    """
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        loop = asyncio.get_running_loop()
-        installed: list[signal.Signals] = []
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            try:
-                loop.add_signal_handler(sig, self._stop, sig)
-                installed.append(sig)
-            except (NotImplementedError, RuntimeError, ValueError):
-                pass  # not the main thread, or not supported here
-        try:
-            yield
-        finally:
-            for sig in installed:
-                loop.remove_signal_handler(sig)
-
-    def _stop(self, sig: signal.Signals) -> None:
-        if self.should_exit and sig == signal.SIGINT:
-            self.force_exit = True  # a second Ctrl-C: stop waiting for open requests
-        self.should_exit = True
 
 
 async def serve(
@@ -66,7 +36,7 @@ async def serve(
     """
     app = create_callback_app(client, secret=secret, max_body=max_body, tolerance=tolerance)
     config = uvicorn.Config(app, host=host, port=port, lifespan="off", server_header=False)
-    server = _Server(config)
+    server = SignalServer(config)
     async with client:
         await client.check_schema()
         if announce is not None:

@@ -1,0 +1,44 @@
+"""The uvicorn server both HTTP commands run (``wai serve``, ``wai callbacks serve``).
+
+Imported only by those optional modules: uvicorn comes with the ``http`` extra.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Iterator
+
+import uvicorn
+
+__all__ = ["SignalServer"]
+
+
+class SignalServer(uvicorn.Server):
+    """uvicorn's server, stopping on SIGTERM/SIGINT without re-raising the signal afterwards.
+
+    uvicorn's own handlers raise the captured signal again once the server has
+    stopped, which would kill the process before the client's pool is closed.
+    """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        loop = asyncio.get_running_loop()
+        installed: list[signal.Signals] = []
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, self._stop, sig)
+                installed.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass  # not the main thread, or not supported here
+        try:
+            yield
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+
+    def _stop(self, sig: signal.Signals) -> None:
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True  # a second Ctrl-C: stop waiting for open requests
+        self.should_exit = True

@@ -1,0 +1,35 @@
+"""Queues: statistics, pause, resume, drain — over the client's queue methods."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wai.web._encode import QUEUE_STATS
+from wai.web._endpoint import Call
+
+__all__ = ["drain_queue", "list_queues", "pause_queue", "resume_queue"]
+
+
+async def list_queues(call: Call) -> dict[str, Any]:
+    """Every queue that has jobs or was paused, by name, with its counts by state and lag."""
+    return {"items": [QUEUE_STATS.encode(q) for q in await call.client.queue_stats()]}
+
+
+async def pause_queue(call: Call) -> dict[str, Any]:
+    """Stop workers claiming from the queue."""
+    name: str = call.args["name"]
+    await call.client.pause_queue(name)
+    return {"queue": name, "paused": True}
+
+
+async def resume_queue(call: Call) -> dict[str, Any]:
+    """Let workers claim from the queue again."""
+    name: str = call.args["name"]
+    await call.client.resume_queue(name)
+    return {"queue": name, "paused": False}
+
+
+async def drain_queue(call: Call) -> dict[str, Any]:
+    """Cancel every job of the queue that waits to run; how many."""
+    name: str = call.args["name"]
+    return {"queue": name, "cancelled": await call.client.drain_queue(name)}

@@ -1,0 +1,502 @@
+"""The one route table of the admin API: it drives the routing, the checks and the OpenAPI document.
+
+Each :class:`~wai.web._endpoint.Endpoint` says its method and path, its
+parameters with their types, its body, the shape of its answer, whether it
+mutates and which client method it calls. :func:`wai.web._app.create_app` routes
+and checks requests from :data:`ROUTES`, and :func:`wai.web._openapi.document`
+describes the same tuple, so the document cannot drift from the routes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from wai._job import JobState
+from wai.outbox import OUTBOX_STATES
+from wai.web import _api_cron as cron
+from wai.web import _api_dlq as dlq
+from wai.web import _api_instances as instances
+from wai.web import _api_jobs as jobs
+from wai.web import _api_outbox as outbox
+from wai.web import _api_queues as queues
+from wai.web._endpoint import Call, Endpoint
+from wai.web._openapi import document
+from wai.web._params import (
+    MAX_ID,
+    Boolean,
+    Choice,
+    DlqCursor,
+    Integer,
+    Param,
+    Queue,
+    Text,
+    Timestamp,
+)
+from wai.web._schemas import ref
+
+__all__ = ["ROUTES"]
+
+# -- parameters ---------------------------------------------------------------------------
+
+_ID = Integer(1, MAX_ID)
+JOB_ID = Param(name="job_id", type=_ID, description="the job's id", required=True)
+OUTBOX_ID = Param(name="outbox_id", type=_ID, description="the outbox row's id", required=True)
+QUEUE_NAME = Param(name="name", type=Queue(), description="the queue's name", required=True)
+CRON_NAME = Param(
+    name="name",
+    type=Text(),
+    description="the schedule's name (it may hold '/')",
+    required=True,
+    slashes=True,
+)
+LIMIT = Param(
+    name="limit", type=Integer(1, 1000), default=100, description="the most items of the page"
+)
+
+
+def _text(name: str, description: str) -> Param:
+    return Param(name=name, type=Text(), description=description)
+
+
+def _queue(name: str, description: str) -> Param:
+    return Param(name=name, type=Queue(), description=description)
+
+
+_DLQ_FILTERS = (
+    _queue("queue", "only entries of this queue"),
+    _text("kind", "only entries of this kind"),
+    _text("tag", "only entries carrying this tag"),
+    _text("reason", "only entries with this reason (terminal_error, max_attempts_exhausted...)"),
+)
+_ALL = Param(
+    name="all",
+    type=Boolean(),
+    default=False,
+    description="act on every entry: required when no filter is given",
+)
+_PRIORITY = Param(name="priority", type=Integer(1, 4), description="give the job(s) this priority")
+_RUN_AT = Param(
+    name="run_at",
+    type=Timestamp(),
+    description="run at this time (with a UTC offset) instead of now; a future time schedules",
+)
+
+# -- response shapes ----------------------------------------------------------------------
+
+
+def _object(**properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(properties)}
+
+
+def _items(component: str, **more: dict[str, Any]) -> dict[str, Any]:
+    return _object(items={"type": "array", "items": ref(component)}, **more)
+
+
+_NULLABLE_ID: dict[str, Any] = {"type": ["integer", "null"]}
+_INTEGER: dict[str, Any] = {"type": "integer"}
+
+
+async def _openapi(call: Call) -> dict[str, Any]:
+    """The OpenAPI document, its server being where the app is mounted."""
+    return document(ROUTES, call.root_path)
+
+
+# -- the table ----------------------------------------------------------------------------
+
+#: Every operation of the API, in the order of the OpenAPI document.
+ROUTES: Final[tuple[Endpoint, ...]] = (
+    # jobs
+    Endpoint(
+        method="GET",
+        path="/jobs",
+        operation_id="listJobs",
+        tag="jobs",
+        summary="List jobs, newest first",
+        description="Keyset pages: pass `next_before_id` as `before_id` for the next page; "
+        "it is null on the last page.",
+        calls="list_jobs",
+        handler=jobs.list_jobs,
+        query=(
+            Param(
+                name="state",
+                type=Choice(tuple(s.value for s in JobState)),
+                description="only jobs in this state",
+            ),
+            _text("kind", "only jobs of this kind"),
+            _queue("queue", "only jobs of this queue"),
+            _text("tag", "only jobs carrying this tag"),
+            Param(
+                name="trigger_job_id",
+                type=_ID,
+                description="only the follow-ups enqueued by this job's outcomes",
+            ),
+            Param(name="before_id", type=_ID, description="only jobs older than this id"),
+            LIMIT,
+        ),
+        response=_items("Job", next_before_id=_NULLABLE_ID),
+    ),
+    Endpoint(
+        method="GET",
+        path="/jobs/{job_id}",
+        operation_id="getJob",
+        tag="jobs",
+        summary="Show one job",
+        description="A job that moved to the dead-letter queue is a 404 here whose message "
+        "says so: see `GET /api/v1/dlq/{job_id}`.",
+        calls="get_job",
+        handler=jobs.get_job,
+        path_params=(JOB_ID,),
+        response=ref("Job"),
+        errors=(404,),
+    ),
+    Endpoint(
+        method="POST",
+        path="/jobs/{job_id}/cancel",
+        operation_id="cancelJob",
+        tag="jobs",
+        summary="Cancel a job that has not finished",
+        description="A running job's worker is told to stop; its result is fenced off. "
+        "409 for a completed, failed or cancelled job.",
+        calls="cancel",
+        handler=jobs.cancel_job,
+        path_params=(JOB_ID,),
+        body=(),
+        response=ref("Job"),
+        mutates=True,
+        errors=(404, 409),
+    ),
+    Endpoint(
+        method="POST",
+        path="/jobs/{job_id}/retry",
+        operation_id="retryJob",
+        tag="jobs",
+        summary="Run a failed, cancelled or waiting job again now",
+        description="409 for a job in any other state, or whose unique key a live job holds.",
+        calls="retry",
+        handler=jobs.retry_job,
+        path_params=(JOB_ID,),
+        body=(),
+        response=ref("Job"),
+        mutates=True,
+        errors=(404, 409),
+    ),
+    # queues
+    Endpoint(
+        method="GET",
+        path="/queues",
+        operation_id="listQueues",
+        tag="queues",
+        summary="Every queue with its counts by state, pause and lag",
+        calls="queue_stats",
+        handler=queues.list_queues,
+        response=_items("QueueStats"),
+    ),
+    Endpoint(
+        method="POST",
+        path="/queues/{name}/pause",
+        operation_id="pauseQueue",
+        tag="queues",
+        summary="Stop workers claiming from a queue (inserts still succeed)",
+        calls="pause_queue",
+        handler=queues.pause_queue,
+        path_params=(QUEUE_NAME,),
+        body=(),
+        response=_object(queue={"type": "string"}, paused={"type": "boolean"}),
+        mutates=True,
+    ),
+    Endpoint(
+        method="POST",
+        path="/queues/{name}/resume",
+        operation_id="resumeQueue",
+        tag="queues",
+        summary="Let workers claim from a paused queue again",
+        calls="resume_queue",
+        handler=queues.resume_queue,
+        path_params=(QUEUE_NAME,),
+        body=(),
+        response=_object(queue={"type": "string"}, paused={"type": "boolean"}),
+        mutates=True,
+    ),
+    Endpoint(
+        method="POST",
+        path="/queues/{name}/drain",
+        operation_id="drainQueue",
+        tag="queues",
+        summary="Cancel every job of a queue that waits to run",
+        description="Running attempts finish. Answers how many jobs were cancelled.",
+        calls="drain_queue",
+        handler=queues.drain_queue,
+        path_params=(QUEUE_NAME,),
+        body=(),
+        response=_object(queue={"type": "string"}, cancelled=_INTEGER),
+        mutates=True,
+    ),
+    # dead-letter queue
+    Endpoint(
+        method="GET",
+        path="/dlq",
+        operation_id="listDlq",
+        tag="dlq",
+        summary="List dead-lettered jobs, newest first",
+        description="Cursor pages: pass `next_before` as `before` for the next page; it is "
+        "null on the last page.",
+        calls="list_dlq",
+        handler=dlq.list_dlq,
+        query=(
+            *_DLQ_FILTERS,
+            Param(name="before", type=DlqCursor(), description="an entry's `cursor`"),
+            LIMIT,
+        ),
+        response=_items("DlqEntry", next_before={"type": ["string", "null"]}),
+    ),
+    Endpoint(
+        method="GET",
+        path="/dlq/{job_id}",
+        operation_id="getDlqEntry",
+        tag="dlq",
+        summary="Show one dead-letter entry",
+        calls="get_dlq_entry",
+        handler=dlq.get_dlq_entry,
+        path_params=(JOB_ID,),
+        response=ref("DlqEntry"),
+        errors=(404,),
+    ),
+    Endpoint(
+        method="POST",
+        path="/dlq/{job_id}/retry",
+        operation_id="retryDlqEntry",
+        tag="dlq",
+        summary="Put one dead-lettered job back to run",
+        description="It keeps its id, errors and lineage and gets a fresh retry budget. "
+        "409 when a live job holds its unique key (the entry stays).",
+        calls="retry_from_dlq",
+        handler=dlq.retry_dlq_entry,
+        path_params=(JOB_ID,),
+        body=(_queue("queue", "move the job to this queue"), _PRIORITY, _RUN_AT),
+        response=ref("Job"),
+        mutates=True,
+        errors=(404, 409),
+    ),
+    Endpoint(
+        method="POST",
+        path="/dlq/retry",
+        operation_id="bulkRetryDlq",
+        tag="dlq",
+        summary="Retry every dead-lettered job matching the filters",
+        description="Without a filter the request is refused (400) unless `all` is true. "
+        "Answers how many were retried.",
+        calls="bulk_retry_from_dlq",
+        handler=dlq.bulk_retry_dlq,
+        body=(
+            *_DLQ_FILTERS,
+            _ALL,
+            _queue("to_queue", "put the jobs on this queue instead"),
+            _PRIORITY,
+            _RUN_AT,
+        ),
+        response=_object(retried=_INTEGER),
+        mutates=True,
+    ),
+    Endpoint(
+        method="DELETE",
+        path="/dlq/{job_id}",
+        operation_id="purgeDlqEntry",
+        tag="dlq",
+        summary="Delete one dead-letter entry for good",
+        calls="purge_dlq_entry",
+        handler=dlq.purge_dlq_entry,
+        path_params=(JOB_ID,),
+        body=(),
+        response=_object(purged=_INTEGER),
+        mutates=True,
+        errors=(404,),
+    ),
+    Endpoint(
+        method="POST",
+        path="/dlq/purge",
+        operation_id="bulkPurgeDlq",
+        tag="dlq",
+        summary="Delete every dead-letter entry matching the filters",
+        description="Without a filter the request is refused (400) unless `all` is true. "
+        "Answers how many were deleted.",
+        calls="purge_dlq",
+        handler=dlq.bulk_purge_dlq,
+        body=(*_DLQ_FILTERS, _ALL),
+        response=_object(purged=_INTEGER),
+        mutates=True,
+    ),
+    # cron
+    Endpoint(
+        method="GET",
+        path="/cron",
+        operation_id="listCron",
+        tag="cron",
+        summary="Every stored schedule, with its next fire time",
+        calls="list_cron",
+        handler=cron.list_cron,
+        response=_items("Schedule"),
+    ),
+    Endpoint(
+        method="GET",
+        path="/cron/{name}",
+        operation_id="getCron",
+        tag="cron",
+        summary="Show one schedule",
+        calls="get_cron",
+        handler=cron.get_cron,
+        path_params=(CRON_NAME,),
+        response=ref("Schedule"),
+        errors=(404,),
+    ),
+    Endpoint(
+        method="POST",
+        path="/cron/{name}/pause",
+        operation_id="pauseCron",
+        tag="cron",
+        summary="Stop a schedule from firing until it is resumed",
+        calls="pause_cron",
+        handler=cron.pause_cron,
+        path_params=(CRON_NAME,),
+        body=(),
+        response=ref("Schedule"),
+        mutates=True,
+        errors=(404,),
+    ),
+    Endpoint(
+        method="POST",
+        path="/cron/{name}/resume",
+        operation_id="resumeCron",
+        tag="cron",
+        summary="Let a paused schedule fire again",
+        description="The fire times it missed are owed by its missed-fire policy.",
+        calls="resume_cron",
+        handler=cron.resume_cron,
+        path_params=(CRON_NAME,),
+        body=(),
+        response=ref("Schedule"),
+        mutates=True,
+        errors=(404,),
+    ),
+    Endpoint(
+        method="POST",
+        path="/cron/{name}/trigger",
+        operation_id="triggerCron",
+        tag="cron",
+        summary="Enqueue one job of a schedule now, even while paused",
+        calls="trigger_cron",
+        handler=cron.trigger_cron,
+        path_params=(CRON_NAME,),
+        body=(),
+        response=ref("Job"),
+        mutates=True,
+        errors=(404,),
+    ),
+    Endpoint(
+        method="DELETE",
+        path="/cron/{name}",
+        operation_id="deleteCron",
+        tag="cron",
+        summary="Delete a stored schedule",
+        description="A process that registers it stores it again when it starts.",
+        calls="delete_cron",
+        handler=cron.delete_cron,
+        path_params=(CRON_NAME,),
+        body=(),
+        response=_object(name={"type": "string"}, deleted={"type": "boolean"}),
+        mutates=True,
+        errors=(404,),
+    ),
+    # runtime instances
+    Endpoint(
+        method="GET",
+        path="/instances",
+        operation_id="listInstances",
+        tag="instances",
+        summary="The live worker and maintenance processes, and registry drift",
+        calls="list_runtime_instances",
+        handler=instances.list_instances,
+        response=_items(
+            "RuntimeInstance",
+            drift={
+                "type": "array",
+                "items": _object(
+                    kind={"type": "string"},
+                    outcome={"type": "string"},
+                    specs_by_instance={
+                        "type": "object",
+                        "additionalProperties": {"type": "array", "items": {"type": "string"}},
+                    },
+                ),
+            },
+        ),
+    ),
+    # follow-up outbox
+    Endpoint(
+        method="GET",
+        path="/outbox",
+        operation_id="listOutbox",
+        tag="outbox",
+        summary="Outbox rows, oldest first, with attempts and last error",
+        description="Keyset pages: pass `next_after_id` as `after_id` for the next page; it "
+        "is null on the last page.",
+        calls="outbox_list",
+        handler=outbox.list_outbox,
+        query=(
+            Param(name="state", type=Choice(OUTBOX_STATES), description="only rows in this state"),
+            _text("kind", "only rows of this trigger kind"),
+            Param(name="after_id", type=_ID, description="only rows after this id"),
+            LIMIT,
+        ),
+        response=_items("OutboxEntry", next_after_id=_NULLABLE_ID),
+    ),
+    Endpoint(
+        method="GET",
+        path="/outbox/stats",
+        operation_id="outboxStats",
+        tag="outbox",
+        summary="How many outbox rows are pending and how many failed",
+        calls="outbox_stats",
+        handler=outbox.outbox_stats,
+        response=ref("OutboxStats"),
+    ),
+    Endpoint(
+        method="POST",
+        path="/outbox/{outbox_id}/retry",
+        operation_id="retryOutboxRow",
+        tag="outbox",
+        summary="Make an outbox row due now, with a fresh attempt budget",
+        calls="outbox_retry",
+        handler=outbox.retry_outbox_row,
+        path_params=(OUTBOX_ID,),
+        body=(),
+        response=ref("OutboxEntry"),
+        mutates=True,
+        errors=(404,),
+    ),
+    Endpoint(
+        method="DELETE",
+        path="/outbox/{outbox_id}",
+        operation_id="discardOutboxRow",
+        tag="outbox",
+        summary="Delete an outbox row: its follow-ups are never inserted",
+        calls="outbox_discard",
+        handler=outbox.discard_outbox_row,
+        path_params=(OUTBOX_ID,),
+        body=(),
+        response=_object(discarded=_INTEGER),
+        mutates=True,
+        errors=(404,),
+    ),
+    # the document itself
+    Endpoint(
+        method="GET",
+        path="/openapi.json",
+        operation_id="openapi",
+        tag="meta",
+        summary="This OpenAPI 3.1 document",
+        description="Its server URL is where the app is mounted.",
+        calls="(none)",
+        handler=_openapi,
+        response={"type": "object"},
+    ),
+)

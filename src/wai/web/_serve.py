@@ -1,0 +1,63 @@
+"""``serve``: the admin API and the health probes of a client, run by uvicorn until a signal."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from wai.client import AsyncClient
+from wai.errors import SchemaNotMigrated
+from wai.web._app import create_app
+from wai.web._endpoint import API_PREFIX
+from wai.web._health import health_routes
+
+try:
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    from wai._http_server import SignalServer
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError("wai serve needs the http extra: pip install 'wai[http]'") from exc
+
+__all__ = ["serve", "server_app"]
+
+
+def server_app(client: AsyncClient, *, token: str | None) -> Starlette:
+    """``/healthz``, ``/readyz`` and the API at the root; mutations only with ``token``."""
+    api = create_app(client, token=token, read_only=token is None)
+    return Starlette(routes=[*health_routes(client), Mount("", app=api)])
+
+
+async def serve(
+    client: AsyncClient,
+    *,
+    token: str | None,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    announce: Callable[[str], None] | None = None,
+) -> None:
+    """Open ``client``, serve its admin API on ``host:port`` until SIGTERM or SIGINT, close it.
+
+    Without ``token`` the API is read-only. A schema that is not migrated is
+    announced and served anyway: ``/readyz`` answers 503 until it is.
+    """
+    app = server_app(client, token=token)
+    # log_config=None: uvicorn's records go through the logging the command configured.
+    config = uvicorn.Config(
+        app, host=host, port=port, lifespan="off", server_header=False, log_config=None
+    )
+    server = SignalServer(config)
+    async with client:
+        try:
+            await client.check_schema()
+        except SchemaNotMigrated as exc:
+            if announce is not None:
+                announce(f"warning: {exc}; /readyz answers 503 until then")
+        where = f"[{host}]" if ":" in host else host
+        mode = "read-only" if token is None else "mutations need the bearer token"
+        if announce is not None:
+            announce(
+                f"admin API on http://{where}:{port}{API_PREFIX}/ ({mode}), schema "
+                f"{client.schema!r}, until SIGTERM or Ctrl-C"
+            )
+        await server.serve()

@@ -1,0 +1,254 @@
+"""The admin API's OpenAPI document: valid, and the same set of operations as the routes.
+
+The route table drives both the routing and the document; these tests hold the
+three views (table, Starlette routes, document, and the endpoint table of
+docs/ui.md) to one another, and check the pure parameter parsing and the
+arguments of ``create_app`` without a database.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openapi_spec_validator import validate
+from starlette.routing import Route
+
+import wai
+from wai.errors import ValidationError
+from wai.web import create_app
+from wai.web._auth import Guard
+from wai.web._errors import ApiError
+from wai.web._openapi import document
+from wai.web._params import (
+    MAX_ID,
+    Boolean,
+    Integer,
+    Param,
+    Queue,
+    Text,
+    Timestamp,
+    parse_body,
+    parse_query,
+)
+from wai.web._routes import ROUTES
+
+ROOT = Path(__file__).resolve().parents[2]
+NOWHERE = "postgresql://nobody@127.0.0.1:1/none"  # never connected to: nothing here opens it
+
+
+@pytest.fixture
+def client() -> wai.AsyncClient:
+    return wai.AsyncClient(NOWHERE)
+
+
+def _operations(doc: dict[str, Any]) -> set[tuple[str, str]]:
+    return {(method.upper(), path) for path, ops in doc["paths"].items() for method in ops}
+
+
+@pytest.mark.parametrize("root_path", ["", "/admin", "/deep/er/wai"])
+def test_the_document_is_valid_openapi_3_1(root_path: str) -> None:
+    doc = document(ROUTES, root_path)
+    validate(doc)
+    assert doc["openapi"] == "3.1.0"
+    assert doc["info"]["version"] == wai.__version__
+    assert doc["servers"][0]["url"] == (root_path or "/")
+
+
+def test_every_route_is_in_the_document_and_nothing_else() -> None:
+    table = {(e.method, e.full_path) for e in ROUTES}
+    assert len(table) == len(ROUTES), "a method and path listed twice"
+    assert _operations(document(ROUTES, "")) == table
+
+
+def test_the_app_routes_exactly_the_table(client: wai.AsyncClient) -> None:
+    app = create_app(client)
+    routed: set[tuple[str, str]] = set()
+    for route in app.routes:
+        assert isinstance(route, Route)
+        path = re.sub(r"\{(\w+):path\}", r"{\1}", route.path)
+        routed |= {(m, path) for m in (route.methods or ()) if m != "HEAD"}
+    assert routed == _operations(document(ROUTES, ""))
+
+
+def test_operation_ids_are_unique_and_components_are_there() -> None:
+    doc = document(ROUTES, "")
+    ids = [op["operationId"] for ops in doc["paths"].values() for op in ops.values()]
+    assert len(ids) == len(set(ids))
+    schemas = doc["components"]["schemas"]
+    for name in (
+        "Job",
+        "Trigger",
+        "QueueStats",
+        "DlqEntry",
+        "Schedule",
+        "OutboxEntry",
+        "OutboxStats",
+        "RuntimeInstance",
+        "Error",
+    ):
+        assert name in schemas, name
+    assert schemas["Schedule"]["properties"]["next_fire_at"] == {
+        "anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]
+    }
+
+
+def test_path_parameters_match_the_templates() -> None:
+    for endpoint in ROUTES:
+        in_path = re.findall(r"\{(\w+)\}", endpoint.path)
+        assert in_path == [p.name for p in endpoint.path_params], endpoint.operation_id
+
+
+def test_mutations_and_only_they_need_the_token() -> None:
+    doc = document(ROUTES, "")
+    for endpoint in ROUTES:
+        op = doc["paths"][endpoint.full_path][endpoint.method.lower()]
+        assert op["x-wai-mutates"] is endpoint.mutates
+        if endpoint.mutates:
+            assert op["security"] == [{"bearerAuth": []}]
+            assert {"401", "403", "413", "415"} <= set(op["responses"])
+            assert endpoint.method != "GET"
+        else:
+            assert "security" not in op
+            assert endpoint.method == "GET"
+        assert {"200", "400", "503"} <= set(op["responses"])
+
+
+def test_docs_ui_lists_every_endpoint_with_its_client_method() -> None:
+    text = (ROOT / "docs" / "ui.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    for endpoint in ROUTES:
+        key = f"`{endpoint.method} {endpoint.full_path}`"
+        [row] = [r for r in rows if r.startswith(f"| {key} |")] or [None]
+        assert row is not None, f"docs/ui.md has no row for {key}"
+        if endpoint.calls != "(none)":
+            assert f"`{endpoint.calls}`" in row, f"docs/ui.md: {key} does not name {endpoint.calls}"
+    assert len(rows) >= len(ROUTES)
+
+
+# -- create_app's arguments and the guard ------------------------------------------------------
+
+
+def test_read_only_false_needs_a_token(client: wai.AsyncClient) -> None:
+    with pytest.raises(ValueError, match="needs a token"):
+        create_app(client, read_only=False)
+    with pytest.raises(ValueError, match="non-empty"):
+        create_app(client, token="", read_only=False)
+    with pytest.raises(TypeError, match="read_only"):
+        create_app(client, token="t", read_only="no")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="max_body"):
+        create_app(client, max_body=0)
+    create_app(client, token="t", read_only=False)
+    create_app(client, token="t")  # a token with read-only: still read-only
+
+
+def test_the_guard_refuses_and_never_shows_the_token() -> None:
+    guard = Guard(token="sekrit-token-value", read_only=False)
+    assert "sekrit" not in repr(guard)
+    guard.check("Bearer sekrit-token-value")
+    guard.check("BEARER   sekrit-token-value  ")
+    for header in (
+        None,
+        "",
+        "Bearer",
+        "Bearer x",
+        "Basic sekrit-token-value",
+        "sekrit-token-value",
+    ):
+        with pytest.raises(ApiError) as refused:
+            guard.check(header)
+        assert refused.value.status == 401
+        assert refused.value.headers == {"WWW-Authenticate": "Bearer"}
+        assert "sekrit" not in refused.value.message
+    read_only = Guard(token="sekrit-token-value", read_only=True)
+    with pytest.raises(ApiError) as forbidden:
+        read_only.check("Bearer sekrit-token-value")
+    assert forbidden.value.status == 403
+
+
+def test_a_utf8_token_matches_the_bytes_a_client_sends() -> None:
+    guard = Guard(token="clé-secrète", read_only=False)
+    as_received = "clé-secrète".encode().decode("latin-1")  # how ASGI servers decode headers
+    guard.check(f"Bearer {as_received}")
+
+
+# -- parameters ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        " 1",
+        "1 ",
+        "+1",
+        "1.0",
+        "1e3",
+        "0x1",
+        "1_000",
+        "\u0661\u0662",
+        "--1",
+        "0",
+        str(MAX_ID + 1),
+    ],
+)
+def test_ids_in_urls_are_plain_ascii_integers_in_range(text: str) -> None:
+    with pytest.raises(ValidationError, match="job_id"):
+        Integer(1, MAX_ID).from_text("job_id", text)
+
+
+def test_integers_parse_and_check_bounds() -> None:
+    ids = Integer(1, MAX_ID)
+    assert ids.from_text("id", str(MAX_ID)) == MAX_ID
+    assert ids.from_text("id", "007") == 7
+    with pytest.raises(ValidationError, match="from 1 to"):
+        ids.from_text("id", "9" * 5000)  # refused without converting
+    for value in (True, 1.0, "1", None):
+        with pytest.raises(ValidationError):
+            Integer(1, 4).from_json("priority", value)
+    assert Integer(1, 4).from_json("priority", 4) == 4
+
+
+@pytest.mark.parametrize("value", ["", "x" * 201, "a\x00b", "\ud800", 7, None, ["a"]])
+def test_text_refuses_what_postgresql_cannot_store_or_is_no_string(value: object) -> None:
+    with pytest.raises(ValidationError, match="kind"):
+        Text().from_json("kind", value)
+
+
+def test_queue_names_timestamps_and_booleans() -> None:
+    assert Queue().from_text("queue", "a.b:c-d_1") == "a.b:c-d_1"
+    for bad in ("a b", "", "x" * 201, "é"):
+        with pytest.raises(ValidationError, match="queue"):
+            Queue().from_text("queue", bad)
+    assert Timestamp().from_json("run_at", "2030-01-01T00:00:00Z").year == 2030
+    for bad in ("2030-01-01T00:00:00", "tomorrow", 5, "9" * 100):
+        with pytest.raises(ValidationError, match="run_at"):
+            Timestamp().from_json("run_at", bad)
+    for bad in ("true", 1, None):
+        with pytest.raises(ValidationError, match="all"):
+            Boolean().from_json("all", bad)
+
+
+def test_query_strings_are_strict() -> None:
+    params = (Param(name="limit", type=Integer(1, 1000), default=100, description="n"),)
+    assert parse_query(params, []) == {"limit": 100}
+    assert parse_query(params, [("limit", "5")]) == {"limit": 5}
+    with pytest.raises(ValidationError, match="unknown query parameter 'lmit'"):
+        parse_query(params, [("lmit", "5")])
+    with pytest.raises(ValidationError, match="more than once"):
+        parse_query(params, [("limit", "5"), ("limit", "5")])
+
+
+def test_bodies_are_json_objects_of_known_fields() -> None:
+    fields = (Param(name="all", type=Boolean(), default=False, description="all"),)
+    assert parse_body(fields, {}) == {"all": False}
+    assert parse_body(fields, {"all": True}) == {"all": True}
+    for body in (None, [], "x", 1):
+        with pytest.raises(ValidationError, match="JSON object"):
+            parse_body(fields, body)
+    with pytest.raises(ValidationError, match="unknown field"):
+        parse_body(fields, {"all": True, "x": 1})
+    with pytest.raises(ValidationError, match="unknown field"):
+        parse_body((), {"reason": "x"})
