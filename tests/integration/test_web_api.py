@@ -480,7 +480,7 @@ async def test_dlq_retry_and_purge_one_and_in_bulk(
     everything = await api.post(f"{API}/dlq/purge", json={"all": True}, headers=AUTH)
     assert conforms(everything, "POST", "/dlq/purge") == {"purged": 1}
     assert await aclient.dlq_depth() == 0
-    assert [e.id for e in await aclient.list_dlq()] == []
+    assert [e.job.id for e in await aclient.list_dlq()] == []
     del d
 
 
