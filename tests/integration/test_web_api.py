@@ -700,6 +700,42 @@ async def test_hostile_query_parameters_are_400_or_data_never_5xx(
     assert await snapshot(aclient) == before
 
 
+def _free_text_inputs() -> list[tuple[str, str, dict[str, Any]]]:
+    """(operationId, name, schema) of every string parameter and body field without an enum or
+    a format: the inputs a client fills with free text."""
+    found: list[tuple[str, str, dict[str, Any]]] = []
+    for op in _OPERATIONS.values():
+        body = op.get("requestBody", {}).get("content", {}).get("application/json", {})
+        fields = body.get("schema", {}).get("properties", {})
+        for name, schema in [(p["name"], p["schema"]) for p in op["parameters"]] + list(
+            fields.items()
+        ):
+            if schema.get("type") == "string" and not {"enum", "format"} & set(schema):
+                found.append((op["operationId"], name, schema))
+    return found
+
+
+async def test_the_document_refuses_the_nul_byte_that_the_api_refuses(
+    aclient: wai.AsyncClient, world: World, api: httpx.AsyncClient
+) -> None:
+    # PostgreSQL stores no NUL, so the API answers 400 to one: a client that trusts the
+    # document must not find a NUL valid there.
+    inputs = _free_text_inputs()
+    assert {name for _, name, _ in inputs} >= {"kind", "tag", "reason", "queue", "before", "name"}
+    for operation_id, name, schema in inputs:
+        assert jsonschema.Draft202012Validator(schema).is_valid("a-b"), (operation_id, name)
+        assert not jsonschema.Draft202012Validator(schema).is_valid("a\x00b"), (operation_id, name)
+    before = await snapshot(aclient)
+    for response in [
+        await api.get(f"{API}/jobs", params={"kind": "a\x00b"}),
+        await api.get(f"{API}/dlq", params={"before": "a\x00b"}),
+        await api.get(f"{API}/cron/a%00b"),
+        await api.post(f"{API}/dlq/purge", json={"tag": "a\x00b"}, headers=AUTH),
+    ]:
+        assert "NUL" in refused(response, 400, "bad_request")["message"]
+    assert await snapshot(aclient) == before
+
+
 @pytest.mark.parametrize(
     ("method", "path"),
     [

@@ -115,8 +115,13 @@ class Text:
         return value
 
     def schema(self) -> dict[str, Any]:
-        """``string`` with its length bounds."""
-        return {"type": "string", "minLength": 1, "maxLength": self.max_length}
+        """``string`` with its length bounds, and no NUL (a lone surrogate is not valid JSON)."""
+        return {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": self.max_length,
+            "pattern": rf"^[^\x00]{{1,{self.max_length}}}$",
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,8 +237,8 @@ class DlqCursor:
         return value
 
     def schema(self) -> dict[str, Any]:
-        """``string`` (opaque)."""
-        return {"type": "string", "maxLength": 100}
+        """``string`` (opaque), without NUL."""
+        return {"type": "string", "minLength": 1, "maxLength": 100, "pattern": r"^[^\x00]{1,100}$"}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
