@@ -12,6 +12,7 @@ from wai._inserts import EnqueueRequest
 from wai._instances import RuntimeInstance
 from wai._job import JobRow, JobState, Trigger
 from wai._kinds import KindDefaults, kind
+from wai._lineage import Lineage
 from wai._queues import QueueConfig
 from wai._results import CallbackToken, Cancel, RetryAfter, Snooze, WaitForCallback
 from wai._unique import UniqueOpts
@@ -58,6 +59,7 @@ __all__ = [
     "JobRow",
     "JobState",
     "KindDefaults",
+    "Lineage",
     "NoDatabaseURL",
     "OutboxEntry",
     "OutboxRowNotFound",

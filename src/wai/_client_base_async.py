@@ -22,6 +22,8 @@ from wai._inserts import EnqueueRequest, NewJob, build_args_job, build_job, vali
 from wai._instances import RuntimeInstance
 from wai._job import JobRow, JobState
 from wai._json import configure_async
+from wai._kinds import check_int
+from wai._lineage import Lineage, assemble
 from wai._migrate import migrations
 from wai._registration import (
     CancelledFn,
@@ -86,6 +88,11 @@ def build_many(registry: Registry, items: Iterable[Any]) -> list[NewJob]:
         else build_args_job(item, default_queue=queue_of, default_max_attempts=max_attempts_of)
         for item in items
     ]
+
+
+#: The longest trigger chain :meth:`AsyncClientBase.lineage` walks up: far beyond any
+#: chain of follow-ups a design would make, and a bound on a walk that reads one row a step.
+_LINEAGE_UP = 1000
 
 
 class AsyncTransaction:
@@ -690,6 +697,26 @@ class AsyncClientBase:
         if row is None:
             raise JobNotFound(f"no job with id {job_id}")
         return row
+
+    async def lineage(self, job_id: int, *, limit: int = 500) -> Lineage:
+        """Job ``job_id`` with its follow-up chain both ways: a :class:`wai.Lineage`.
+
+        Up: the jobs whose outcomes enqueued it, nearest first, to the first job of
+        the chain (or the first one retention has not deleted). Down: the follow-ups
+        its outcomes enqueued and theirs, breadth first, at most ``limit`` (1 to
+        10,000; ``truncated`` says when there were more). With them, the outbox rows
+        of the job and its follow-ups: follow-ups still owed, and why they are late.
+        Raises :class:`wai.JobNotFound` like :meth:`get_job`.
+        """
+        job_id = check_job_id(job_id)
+        limit = check_int("limit", limit, 1, 10_000)
+        job = await self.get_job(job_id)
+        async with self._connection() as conn:
+            with translate_errors(self.schema):
+                ancestors, followups, owed = await db.job_lineage(
+                    conn, self.schema, job_id, up=_LINEAGE_UP, down=limit + 1
+                )
+        return assemble(job, ancestors, followups, owed, limit=limit)
 
     async def list_jobs(
         self,

@@ -24,6 +24,7 @@ from wai._instances import RuntimeInstance
 from wai._job import JobRow, JobState
 from wai._migrate import Migration, ledger_sql, lock_key, pending
 from wai._sql import query, validate_schema
+from wai.outbox._models import OutboxEntry
 
 __all__ = [
     "cancel_channel",
@@ -35,6 +36,7 @@ __all__ = [
     "job_insert",
     "job_insert_many",
     "job_insert_many_ids",
+    "job_lineage",
     "job_list",
     "job_notify_queues",
     "job_retry",
@@ -321,6 +323,20 @@ def job_get(conn: Connection[Any], schema: str, job_id: int) -> JobRow | None:
     """One job by id."""
     rows = _rows(conn, "job_get", schema, {"id": job_id})
     return rows[0] if rows else None
+
+
+def job_lineage(
+    conn: Connection[Any], schema: str, job_id: int, *, up: int, down: int
+) -> tuple[list[JobRow], list[JobRow], list[OutboxEntry]]:
+    """Job ``job_id``'s trigger chain (at most ``up``), its follow-ups (at most ``down``)
+    and the outbox rows of it and its follow-ups."""
+    ancestors = _rows(conn, "job_lineage_up", schema, {"id": job_id, "limit": up})
+    followups = _rows(conn, "job_lineage_down", schema, {"id": job_id, "limit": down})
+    ids = [job_id, *(r.id for r in followups)]
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(query("outbox_of_jobs", schema), {"ids": ids})
+        owed = [OutboxEntry.from_record(r) for r in cur.fetchall()]
+    return ancestors, followups, owed
 
 
 def job_list(

@@ -23,6 +23,7 @@ from wai._instances import RuntimeInstance
 from wai._job import JobRow, JobState
 from wai._migrate import Migration, ledger_sql, lock_key, pending
 from wai._sql import query, validate_schema
+from wai.outbox._models import OutboxEntry
 
 __all__ = [
     "cancel_channel",
@@ -34,6 +35,7 @@ __all__ = [
     "job_insert",
     "job_insert_many",
     "job_insert_many_ids",
+    "job_lineage",
     "job_list",
     "job_notify_queues",
     "job_retry",
@@ -324,6 +326,20 @@ async def job_get(conn: AsyncConnection[Any], schema: str, job_id: int) -> JobRo
     """One job by id."""
     rows = await _rows(conn, "job_get", schema, {"id": job_id})
     return rows[0] if rows else None
+
+
+async def job_lineage(
+    conn: AsyncConnection[Any], schema: str, job_id: int, *, up: int, down: int
+) -> tuple[list[JobRow], list[JobRow], list[OutboxEntry]]:
+    """Job ``job_id``'s trigger chain (at most ``up``), its follow-ups (at most ``down``)
+    and the outbox rows of it and its follow-ups."""
+    ancestors = await _rows(conn, "job_lineage_up", schema, {"id": job_id, "limit": up})
+    followups = await _rows(conn, "job_lineage_down", schema, {"id": job_id, "limit": down})
+    ids = [job_id, *(r.id for r in followups)]
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(query("outbox_of_jobs", schema), {"ids": ids})
+        owed = [OutboxEntry.from_record(r) for r in await cur.fetchall()]
+    return ancestors, followups, owed
 
 
 async def job_list(

@@ -248,3 +248,53 @@ def test_a_reader_that_goes_away_costs_no_traceback(database_url: str, sclient: 
     assert status == 1
     assert "Traceback" not in stderr
     assert "BrokenPipe" not in stderr
+
+
+def test_jobs_lineage_prints_the_chain_as_a_tree_and_json(
+    database_url: str, sclient: wai.Client
+) -> None:
+    # first -> second -> third, and first -> fourth; the third owes its cancelled follow-ups
+    rows = [sclient.insert({"n": i}, kind="work", queue="q") for i in range(4)]
+    first, second, third, fourth = rows
+    for parent, child, spec in (
+        (first, second, "next"),
+        (second, third, "next"),
+        (first, fourth, "also"),
+    ):
+        execute(
+            database_url,
+            "UPDATE wai.jobs SET trigger_job_id = %s, trigger_run_lease = 1,"
+            " trigger_outcome = 'completed', trigger_spec = %s WHERE id = %s",
+            (parent.id, spec, child.id),
+        )
+    sclient.cancel(third.id)
+
+    tree = wai_ok(database_url, "jobs", "lineage", str(third.id)).splitlines()
+    assert tree[0].startswith(f"{first.id} work [available]")
+    assert tree[1].startswith(f"  {second.id} work [available]  <- completed (next)")
+    assert tree[2].startswith(f"    {third.id} work [cancelled]  <- completed (next)")
+    assert tree[2].endswith("<= this job")
+    assert "(owed: cancelled follow-ups, outbox row" in tree[3]
+
+    down = wai_ok(database_url, "jobs", "lineage", str(first.id)).splitlines()
+    nodes = [line for line in down if not line.strip().startswith("(")]
+    assert [line.split()[0] for line in nodes] == [
+        str(first.id),
+        str(second.id),
+        str(third.id),
+        str(fourth.id),
+    ]
+    assert [len(line) - len(line.lstrip()) for line in nodes] == [0, 2, 4, 2]  # a tree
+    assert down[3] == " " * 6 + down[3].lstrip()  # the owed row under the third job
+
+    shown = wai_json(database_url, "jobs", "lineage", str(first.id))
+    assert [f["id"] for f in shown["followups"]] == [second.id, fourth.id, third.id]
+    assert shown["truncated"] is False
+
+    cut = run_wai("--database-url", database_url, "jobs", "lineage", str(first.id), "--limit", "1")
+    assert cut.returncode == 0
+    assert "more follow-ups than 1" in cut.stderr
+    assert "no job with id 424242" in wai_fails(database_url, "jobs", "lineage", "424242")
+    usage = run_wai("--database-url", database_url, "jobs", "lineage", "1", "--limit", "0")
+    assert usage.returncode == 2
+    assert "argument --limit: must be 1..10000, got '0'" in usage.stderr

@@ -376,6 +376,41 @@ async def test_job_detail_cancel_and_retry(
 # -- queues -----------------------------------------------------------------------------------
 
 
+async def test_job_lineage_both_ways_with_what_is_owed(
+    aclient: wai.AsyncClient, api: httpx.AsyncClient
+) -> None:
+    first = await aclient.insert(Work(n=1), queue="q")
+    second = await aclient.insert(Work(n=2), queue="q")
+    third = await aclient.insert(Work(n=3), queue="q")
+    for parent, child in ((first, second), (second, third)):
+        await fetch(
+            aclient,
+            "UPDATE wai.jobs SET trigger_job_id = %s, trigger_run_lease = 1,"
+            " trigger_outcome = 'completed', trigger_spec = 'next' WHERE id = %s",
+            (parent.id, child.id),
+        )
+    await aclient.cancel(third.id)  # this client holds no spec: an outbox row owes them
+
+    path = "/jobs/{job_id}/lineage"
+    down = conforms(await api.get(f"{API}/jobs/{first.id}/lineage"), "GET", path)
+    assert down["job"]["id"] == first.id
+    assert [a["id"] for a in down["ancestors"]] == []
+    assert [f["id"] for f in down["followups"]] == [second.id, third.id]
+    assert [f["trigger"]["job_id"] for f in down["followups"]] == [first.id, second.id]
+    assert [(o["job_id"], o["outcome"]) for o in down["owed"]] == [(third.id, "cancelled")]
+    assert down["truncated"] is False
+
+    up = conforms(await api.get(f"{API}/jobs/{third.id}/lineage"), "GET", path)
+    assert [a["id"] for a in up["ancestors"]] == [second.id, first.id]
+
+    cut = conforms(await api.get(f"{API}/jobs/{first.id}/lineage?limit=1"), "GET", path)
+    assert ([f["id"] for f in cut["followups"]], cut["truncated"]) == ([second.id], True)
+
+    refused(await api.get(f"{API}/jobs/999999/lineage"), 404)
+    for bad in ("0", "10001", "x", ""):
+        refused(await api.get(f"{API}/jobs/{first.id}/lineage?limit={bad}"), 400)
+
+
 async def test_queues_stats_pause_resume_drain(
     aclient: wai.AsyncClient, api: httpx.AsyncClient
 ) -> None:
@@ -480,7 +515,7 @@ async def test_dlq_retry_and_purge_one_and_in_bulk(
     everything = await api.post(f"{API}/dlq/purge", json={"all": True}, headers=AUTH)
     assert conforms(everything, "POST", "/dlq/purge") == {"purged": 1}
     assert await aclient.dlq_depth() == 0
-    assert [e.id for e in await aclient.list_dlq()] == []
+    assert [e.job.id for e in await aclient.list_dlq()] == []
     del d
 
 

@@ -33,6 +33,7 @@ EXPECTED = {
     "JobRow",
     "JobState",
     "KindDefaults",
+    "Lineage",
     "NoDatabaseURL",
     "OutboxEntry",
     "OutboxRowNotFound",

@@ -14,6 +14,8 @@ from wai._admin import QueueStats
 from wai._instances import RuntimeInstance
 from wai._job import JobRow, JobState
 from wai._jsonable import jsonable
+from wai._lineage import Lineage
+from wai.outbox import OutboxEntry
 
 __all__ = [
     "cell",
@@ -217,3 +219,44 @@ def instances_table(instances: Sequence[RuntimeInstance]) -> str:
         ["INSTANCE", "ROLE", "QUEUES", "IN FLIGHT", "LEADER", "HEALTHY", "SPECS", "LAST SEEN"],
         rows,
     )
+
+
+def _node(row: JobRow) -> str:
+    """One job of a lineage tree: id, kind, state, and how its trigger enqueued it."""
+    how = f"  <- {row.trigger.outcome} ({cell(row.trigger.spec, 40)})" if row.trigger else ""
+    return f"{row.id} {cell(row.kind, 40)} [{row.state.value}]{how}"
+
+
+def lineage_tree(lineage: Lineage) -> str:
+    """``wai jobs lineage``: the trigger chain above, the job, its follow-ups as a tree."""
+    lines: list[str] = []
+    for depth, row in enumerate(reversed(lineage.ancestors)):
+        lines.append("  " * depth + _node(row))
+    top = len(lineage.ancestors)
+    if lineage.job.trigger is not None and not lineage.ancestors:
+        lines.append(f"(triggered by job {lineage.job.trigger.job_id}, no longer stored)")
+    lines.append("  " * top + _node(lineage.job) + "   <= this job")
+    children: dict[int, list[JobRow]] = {}
+    for row in lineage.followups:
+        assert row.trigger is not None  # a follow-up always names its trigger
+        children.setdefault(row.trigger.job_id, []).append(row)
+    owed: dict[int, list[OutboxEntry]] = {}
+    for entry in lineage.owed:
+        owed.setdefault(entry.job_id, []).append(entry)
+    # An explicit stack, not recursion: a chain may be thousands of follow-ups deep. Each
+    # item prints its job (the root is printed already), then its owed rows, then pushes its
+    # follow-ups, last first, so they print in id order below it.
+    stack: list[tuple[JobRow | None, int, int]] = [(None, lineage.job.id, top)]
+    while stack:
+        row, job_id, depth = stack.pop()
+        if row is not None:
+            lines.append("  " * depth + _node(row))
+        for entry in owed.get(job_id, ()):
+            error = f": {cell(entry.last_error, 60)}" if entry.last_error else ""
+            lines.append(
+                "  " * (depth + 1)
+                + f"(owed: {entry.outcome} follow-ups, outbox row {entry.id}, {entry.state}, "
+                + f"{entry.attempts} failed attempts{error})"
+            )
+        stack.extend((child, child.id, depth + 1) for child in reversed(children.get(job_id, [])))
+    return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""``wai jobs ...``: list, show, retry and cancel jobs.
+"""``wai jobs ...``: list, show, retry and cancel jobs, and show a job's lineage.
 
 One small function per subcommand over the client's operator methods
 (:mod:`wai._admin`).
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from wai._job import JobState
 from wai.cli import _tables
-from wai.cli._common import admin_client, err, group, json_option, limit, subparser
+from wai.cli._common import admin_client, err, group, int_in, json_option, limit, subparser
 
 if TYPE_CHECKING:
     from wai.cli._common import SubParsers
@@ -37,6 +37,21 @@ def add_commands(sub: SubParsers) -> None:
     json_option(p)
     p = subparser(jobs, "show", "every field of one job, its errors and progress", _cmd_show)
     p.add_argument("id", type=int, metavar="ID", help="the job id")
+    json_option(p)
+    p = subparser(
+        jobs,
+        "lineage",
+        "a job's follow-up chain: its triggers up, its follow-ups down",
+        _cmd_lineage,
+    )
+    p.add_argument("id", type=int, metavar="ID", help="the job id")
+    p.add_argument(
+        "--limit",
+        type=int_in(1, 10_000, "a number of follow-ups from 1 to 10000"),
+        default=500,
+        metavar="N",
+        help="at most N follow-ups (default 500)",
+    )
     json_option(p)
     p = subparser(jobs, "retry", "run a failed or cancelled job again now", _cmd_retry)
     p.add_argument("id", type=int, metavar="ID", help="the job id")
@@ -68,6 +83,14 @@ def _cmd_list(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
 def _cmd_show(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     row = admin_client(args, stack).get_job(args.id)
     print(_tables.json_text(row) if args.json else _tables.job_detail(row))
+    return 0
+
+
+def _cmd_lineage(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    lineage = admin_client(args, stack).lineage(args.id, limit=args.limit)
+    print(_tables.json_text(lineage) if args.json else _tables.lineage_tree(lineage))
+    if lineage.truncated and not args.json:
+        err(f"more follow-ups than {args.limit}: add --limit N to see more", "")
     return 0
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from wai.web._encode import JOB
+from wai.web._encode import JOB, LINEAGE
 from wai.web._endpoint import Call
 
-__all__ = ["cancel_job", "get_job", "list_jobs", "retry_job"]
+__all__ = ["cancel_job", "get_job", "job_lineage", "list_jobs", "retry_job"]
 
 
 async def list_jobs(call: Call) -> dict[str, Any]:
@@ -32,6 +32,11 @@ async def list_jobs(call: Call) -> dict[str, Any]:
 async def get_job(call: Call) -> dict[str, Any]:
     """One job."""
     return JOB.encode(await call.client.get_job(call.args["job_id"]))
+
+
+async def job_lineage(call: Call) -> dict[str, Any]:
+    """A job with its trigger chain up, its follow-ups down and the follow-ups still owed."""
+    return LINEAGE.encode(await call.client.lineage(call.args["job_id"], limit=call.args["limit"]))
 
 
 async def cancel_job(call: Call) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from wai._admin import QueueStats
 from wai._instances import RuntimeInstance
 from wai._job import JobRow, Trigger
 from wai._jsonable import jsonable
+from wai._lineage import Lineage
 from wai.cron import Schedule
 from wai.dlq import DlqEntry
 from wai.outbox import OutboxEntry, OutboxStats
@@ -33,6 +34,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 __all__ = [
     "DLQ_ENTRY",
     "JOB",
+    "LINEAGE",
     "OUTBOX_ENTRY",
     "OUTBOX_STATS",
     "QUEUE_STATS",
@@ -70,9 +72,13 @@ class View(Generic[M]):
     component: str
     model: type[M]
     extras: tuple[Extra[M], ...] = ()
+    #: Encodes a model that holds other models, through their own views.
+    encoder: Callable[[M], dict[str, Any]] | None = None
 
     def encode(self, obj: M) -> dict[str, Any]:
         """``obj`` as a JSON object."""
+        if self.encoder is not None:
+            return self.encoder(obj)
         data: dict[str, Any] = jsonable(obj)
         for extra in self.extras:
             data[extra.name] = jsonable(extra.value(obj))
@@ -133,6 +139,19 @@ RUNTIME_INSTANCE: Final = View(
     ),
 )
 
+
+def _lineage(lineage: Lineage) -> dict[str, Any]:
+    return {
+        "job": JOB.encode(lineage.job),
+        "ancestors": [JOB.encode(r) for r in lineage.ancestors],
+        "followups": [JOB.encode(r) for r in lineage.followups],
+        "owed": [OUTBOX_ENTRY.encode(e) for e in lineage.owed],
+        "truncated": lineage.truncated,
+    }
+
+
+LINEAGE: Final = View("Lineage", Lineage, encoder=_lineage)
+
 #: Every view, in the order of the OpenAPI components.
 VIEWS: Final[tuple[View[Any], ...]] = (
     JOB,
@@ -143,6 +162,7 @@ VIEWS: Final[tuple[View[Any], ...]] = (
     OUTBOX_ENTRY,
     OUTBOX_STATS,
     RUNTIME_INSTANCE,
+    LINEAGE,
 )
 
 

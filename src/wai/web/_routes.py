@@ -165,6 +165,31 @@ ROUTES: Final[tuple[Endpoint, ...]] = (
         errors=(404,),
     ),
     Endpoint(
+        method="GET",
+        path="/jobs/{job_id}/lineage",
+        operation_id="getJobLineage",
+        tag="jobs",
+        summary="A job's follow-up chain, both ways",
+        description="The jobs whose outcomes enqueued it (`ancestors`, nearest first), the "
+        "follow-ups its outcomes enqueued and theirs (`followups`, breadth first, at most "
+        "`limit`; `truncated` says when there were more; each names its parent in "
+        "`trigger.job_id`), and the outbox rows of the job and its follow-ups (`owed`: "
+        "follow-ups not enqueued yet, with their last error).",
+        calls="lineage",
+        handler=jobs.job_lineage,
+        path_params=(JOB_ID,),
+        query=(
+            Param(
+                name="limit",
+                type=Integer(1, 10_000),
+                default=500,
+                description="the most follow-ups to return",
+            ),
+        ),
+        response=ref("Lineage"),
+        errors=(404,),
+    ),
+    Endpoint(
         method="POST",
         path="/jobs/{job_id}/cancel",
         operation_id="cancelJob",

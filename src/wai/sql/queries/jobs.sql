@@ -170,9 +170,12 @@ LIMIT 1;
 SELECT * FROM {schema}.jobs WHERE id = %(id)s;
 
 -- name: job_list :many
--- Newest first, filtered; page with before_id.
+-- Newest first, filtered; page with before_id. The state parameter is typed as the enum in
+-- both places: typed text, it reached the comparison as a text-to-enum cast the planner
+-- cannot estimate, and a filter on a rare state scanned the whole table instead of
+-- jobs_state_idx (30 ms against 0.02 ms over 300,000 completed jobs).
 SELECT * FROM {schema}.jobs
-WHERE (%(state)s::text IS NULL OR state = %(state)s::{schema}.job_state)
+WHERE (%(state)s::{schema}.job_state IS NULL OR state = %(state)s::{schema}.job_state)
   AND (%(kind)s::text IS NULL OR kind = %(kind)s::text)
   AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(tag)s::text IS NULL OR tags @> ARRAY[%(tag)s::text])
@@ -425,3 +428,39 @@ RETURNING
     j.callback_timeout_at, j.run_lease, j.progress::text, j.trigger_job_id,
     j.trigger_run_lease, j.trigger_outcome, j.trigger_spec, j.callback_result::text,
     r.reason;
+
+-- name: job_lineage_up :many
+-- The trigger chain of job %(id)s, nearest trigger first, at most %(limit)s jobs. A trigger
+-- is always older than its follow-up (a smaller id), which the walk requires: it ends
+-- even on a hand-edited cycle. The chain stops at a trigger retention has deleted.
+WITH RECURSIVE up AS (
+    SELECT j.* FROM {schema}.jobs AS j
+    WHERE j.id = (SELECT trigger_job_id FROM {schema}.jobs WHERE id = %(id)s::bigint)
+      AND j.id < %(id)s::bigint
+    UNION ALL
+    SELECT p.* FROM up AS u
+    JOIN {schema}.jobs AS p ON p.id = u.trigger_job_id AND p.id < u.id
+)
+SELECT * FROM up LIMIT %(limit)s;
+
+-- name: job_lineage_down :many
+-- The follow-ups of job %(id)s and theirs, breadth first, at most %(limit)s jobs: each level
+-- is one probe of jobs_trigger_idx per parent. A follow-up is always newer than its
+-- trigger (a larger id), which the walk requires, so it ends; the outer LIMIT stops it
+-- early on a wide tree.
+WITH RECURSIVE down AS (
+    SELECT j.* FROM {schema}.jobs AS j
+    WHERE j.trigger_job_id = %(id)s::bigint AND j.id > %(id)s::bigint
+    UNION ALL
+    SELECT c.* FROM down AS d
+    JOIN {schema}.jobs AS c ON c.trigger_job_id = d.id AND c.id > d.id
+)
+SELECT * FROM down LIMIT %(limit)s;
+
+-- name: outbox_of_jobs :many
+-- The outbox rows of these jobs: follow-ups their transitions still owe, oldest first.
+SELECT o.id, o.job_id, o.run_lease, o.kind, o.outcome, o.detail, o.attempts, o.last_error,
+       o.next_attempt_at, o.failed_at, o.created_at
+FROM {schema}.outbox AS o
+WHERE o.job_id = ANY (%(ids)s::bigint[])
+ORDER BY o.id;
