@@ -9,6 +9,7 @@ which the browser sends back in ``X-CSRF-Token`` with each mutation.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from wai.web._encode import json_response
@@ -71,7 +72,7 @@ async def create_session(call: Call) -> Response:
     session_id, session = guard.sessions.create()
     response = json_response(_state(call, session))
     response.set_cookie(
-        COOKIE, session_id, max_age=int(guard.sessions.ttl), **_cookie_options(call)
+        COOKIE, session_id, max_age=math.ceil(guard.sessions.ttl), **_cookie_options(call)
     )
     return response
 

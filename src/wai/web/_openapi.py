@@ -30,7 +30,10 @@ _DESCRIPTION = (
 )
 
 #: What a mutation needs: the bearer token, or a signed-in session's cookie and CSRF token.
-MUTATION_SECURITY: Final = [{"bearerAuth": []}, {"sessionCookie": [], "csrfToken": []}]
+MUTATION_SECURITY: Final[list[dict[str, list[str]]]] = [
+    {"bearerAuth": []},
+    {"sessionCookie": [], "csrfToken": []},
+]
 
 #: The error answers, by status: (component name, description).
 _ERRORS: Final = {

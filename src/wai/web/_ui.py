@@ -37,16 +37,17 @@ CONTENT_SECURITY_POLICY: Final = (
     "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
 
-#: The headers of every UI answer.
+#: The security headers of every UI answer.
 UI_HEADERS: Final = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "no-referrer",
     "X-Content-Type-Options": "nosniff",
     "Cross-Origin-Opener-Policy": "same-origin",
-    # Revalidated on each load (the ETag makes that a 304): an upgrade is seen at once.
-    "Cache-Control": "no-cache",
 }
+
+# Revalidated on each load (the ETag makes that a 304): an upgrade is seen at once.
+_CACHE = {"Cache-Control": "no-cache"}
 
 _TYPES: Final = {
     ".html": "text/html; charset=utf-8",
@@ -77,7 +78,7 @@ def _load(directory: Path) -> dict[str, _File]:
 
 
 def _answer(request: Request, file: _File) -> Response:
-    headers = {**UI_HEADERS, "ETag": file.etag}
+    headers = {**UI_HEADERS, **_CACHE, "ETag": file.etag}
     if request.headers.get("if-none-match") == file.etag:
         return Response(status_code=304, headers=headers)
     return Response(file.body, media_type=file.media_type, headers=headers)

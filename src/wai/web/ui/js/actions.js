@@ -38,7 +38,8 @@ export function actionButton(label, { ctx, confirm, run, done, after = null, ton
       if (after) after(result);
       else ctx.refresh();
     } catch (error) {
-      flash("error", `${label} failed: ${error.message}`);
+      const why = error.status === 401 ? "you are signed out (the session expired or was ended elsewhere): sign in again" : error.message;
+      flash("error", `${label} failed: ${why}`);
       btn.disabled = !canMutate();
     }
   });

@@ -109,7 +109,8 @@ function bulkButton(label, filters, ctx, { tone, path, resultKey, verb }) {
       flash("success", `${verb === "Retry" ? "Retried" : "Purged"} ${num(result[resultKey])} ${result[resultKey] === 1 ? "entry" : "entries"}.`);
       ctx.refresh();
     } catch (error) {
-      flash("error", `${label} failed: ${error.message}`);
+      const why = error.status === 401 ? "you are signed out: sign in again" : error.message;
+      flash("error", `${label} failed: ${why}`);
     } finally {
       btn.disabled = !canMutate();
     }
@@ -188,7 +189,7 @@ async function entry(root, ctx) {
     return;
   }
   const job = found.job;
-  const back = () => navigate("dlq");
+  const back = () => navigate("dlq", {}, { keep: true });
   root.append(
     pageTitle(
       `Dead-letter entry #${job.id}`,
@@ -203,7 +204,7 @@ async function entry(root, ctx) {
           confirm: { title: `Retry job #${job.id}?`, message: "It goes back to run with its id, errors and lineage, and a fresh retry budget." },
           run: () => post(`dlq/${job.id}/retry`),
           done: () => `Job #${job.id} is back in queue ${job.queue}.`,
-          after: () => navigate(`jobs/${job.id}`),
+          after: () => navigate(`jobs/${job.id}`, {}, { keep: true }),
         }),
         actionButton("Purge", {
           ctx,

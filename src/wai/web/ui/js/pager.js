@@ -7,8 +7,9 @@ import { navigate } from "./router.js";
 const trails = new Map();
 
 /** The position of a page in its listing, and the buttons to move.
- *  key: the listing and its filters; cursor: this page's cursor (null: the first page);
- *  next: the next page's cursor (null: the last page); go(cursor): the params to navigate to. */
+ *  key: the listing and its filters; path and params: its hash; cursorParam: the hash
+ *  parameter of the cursor; cursor: this page's (null: the first page); next: the next
+ *  page's (null: this is the last page). */
 export function pager({ key, path, params, cursorParam, cursor, next }) {
   let trail = trails.get(key);
   if (!trail || !trail.includes(cursor)) {
@@ -33,12 +34,4 @@ export function pager({ key, path, params, cursorParam, cursor, next }) {
   });
   older.dataset.pager = "next";
   return h("div", { class: "pager" }, newer, h("span", { class: "pager-page" }, `Page ${index + 1}`), older);
-}
-
-/** Labels for a pager whose order is oldest first (the outbox). */
-export function relabel(pagerElement, previous, nextLabel) {
-  const [prev, , next] = pagerElement.children;
-  prev.textContent = previous;
-  next.textContent = nextLabel;
-  return pagerElement;
 }

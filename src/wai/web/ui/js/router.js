@@ -7,6 +7,7 @@ const routes = [];
 let main = null;
 let active = null; // the context of the page on screen
 let lastPath = null;
+let keepFlash = false; // the next page change keeps the flash message (an action's result)
 
 /** Register a page: pattern "jobs/:id", its nav name, and render(root, ctx). */
 export function route(pattern, page, render, label) {
@@ -28,9 +29,10 @@ export function href(path, params = {}) {
   return `#/${encoded}${q ? `?${q}` : ""}`;
 }
 
-/** Go to a page. */
-export function navigate(path, params = {}) {
+/** Go to a page; keep: the flash message stays (it tells what just happened). */
+export function navigate(path, params = {}, { keep = false } = {}) {
   const target = href(path, params);
+  keepFlash = keep;
   if (location.hash === target) refresh();
   else location.hash = target;
 }
@@ -83,7 +85,8 @@ function markNav(page) {
 /** Draw the page of the current hash again (after an action, or a sign-in). */
 export function refresh({ quiet = true } = {}) {
   const { path, segments, params } = parse();
-  if (path !== lastPath) clearFlash();
+  if (path !== lastPath && !keepFlash) clearFlash();
+  keepFlash = false;
   lastPath = path;
   stop(active);
   const found = match(segments);
