@@ -223,7 +223,12 @@ class Ui:
     def goto(self, hash_: str = "#/") -> Page:
         """Open the UI at ``hash_`` and wait until the page is drawn."""
         renders = self.renders()
-        self.page.goto(f"{self.server.url}/{hash_}")
+        target = f"{self.server.url}/{hash_}"
+        if self.page.url == target:  # the same hash: no navigation at all, so load it again
+            self.page.reload()
+            renders = 0
+        else:
+            self.page.goto(target)
         self.wait_render(renders)
         return self.page
 

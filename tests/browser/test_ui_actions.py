@@ -156,7 +156,7 @@ def test_dlq_retry_purge_and_bulk_actions_with_their_count(ui: Ui, server: Serve
     ui.page.click("button[data-action=purge]")
     ui.confirm()
     ui.wait_render(renders)
-    ui.page.wait_for_function("location.hash === '#/dlq'", polling=50)
+    ui.page.wait_for_function("() => location.hash === '#/dlq'", polling=50)
     assert f"Entry #{c1} purged." in ui.page.inner_text("#flash")
 
     ui.navigate("#/dlq?queue=ui-dlq&tag=b")

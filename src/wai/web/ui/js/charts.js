@@ -31,9 +31,10 @@ export function legend(keys, classOf, labelOf = (k) => k) {
 export function stackedBars(container, { rows, keys, classOf, labelOf = (k) => k, valueText = num, unit = "jobs", ariaLabel }) {
   const width = widthOf(container);
   const labelWidth = Math.min(160, Math.floor(width * 0.3));
-  const valueWidth = 56;
-  const plot = width - labelWidth - valueWidth - 8;
   const totals = rows.map((r) => keys.reduce((sum, k) => sum + (r.values[k] || 0), 0));
+  const longest = Math.max(1, ...totals.map((t) => String(valueText(t)).length));
+  const valueWidth = Math.min(110, longest * 7 + 14);
+  const plot = width - labelWidth - valueWidth - 8;
   const max = Math.max(1, ...totals);
   const height = Math.max(ROW, rows.length * ROW);
   const chart = svg("svg", {

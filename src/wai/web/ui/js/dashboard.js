@@ -17,7 +17,12 @@ async function load() {
     get("outbox/stats"),
     get("instances"),
   ]);
-  return { queues: queues.items, dlq, outbox, instances };
+  // A queue whose only jobs are dead letters has no row in the queue stats: give it one.
+  const known = new Set(queues.items.map((q) => q.name));
+  const empty = { counts: {}, total: 0, paused: false, paused_at: null, oldest_available_lag: null };
+  const rows = [...queues.items, ...Object.keys(dlq.queues).filter((n) => !known.has(n)).map((name) => ({ ...empty, name }))];
+  rows.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return { queues: rows, dlq, outbox, instances };
 }
 
 function depth(queue) {
@@ -91,7 +96,11 @@ function queueTable(data) {
         ...LIVE_STATES.map((s) => ({ label: stateLabel(s), class: "num", cell: (q) => num(q.counts[s] || 0) })),
         { label: "Depth", class: "num", cell: (q) => h("strong", {}, num(depth(q))) },
         { label: "Lag", class: "num", cell: (q) => (q.oldest_available_lag ? duration(q.oldest_available_lag) : "—") },
-        { label: "Dead letters", class: "num", cell: (q) => num(data.dlq.queues[q.name] || 0) },
+        {
+          label: "Dead letters",
+          class: "num",
+          cell: (q) => (data.dlq.queues[q.name] ? link(href("dlq", { queue: q.name }), num(data.dlq.queues[q.name])) : h("span", { class: "muted" }, "0")),
+        },
       ],
       data.queues,
       { empty: "No queue has jobs yet." },

@@ -156,7 +156,7 @@ async function list(root, ctx) {
   const cursor = ctx.params.get("before") || null;
   const page = await get("dlq", { ...filters, limit: filters.limit || 50, before: cursor });
   root.append(
-    pageTitle("Dead letters", h("span", { class: "muted" }, describe(filters))),
+    pageTitle("Dead letters", h("span", { class: "muted" }, FILTERS.some((f) => filters[f]) ? describe(filters) : "newest first")),
     actionsNotice() || "",
     filterForm(filters),
     h(

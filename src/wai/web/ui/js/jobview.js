@@ -2,7 +2,7 @@
 // Shared by the job page and the dead-letter entry page.
 
 import { badge, fields, h, jsonBlock, link, section } from "./dom.js";
-import { at, num, when } from "./format.js";
+import { at, duration, num, when } from "./format.js";
 import { href } from "./router.js";
 
 /** The eight job states, in the order of a job's life. */
@@ -121,19 +121,23 @@ export function timeline(job) {
       ),
     );
   }
+  const ran = job.attempted_at && job.finalized_at ? (new Date(job.finalized_at) - new Date(job.attempted_at)) / 1000 : null;
+  const took = ran !== null && ran >= 0 ? ` (ran ${duration(ran)})` : "";
   const now = {
-    scheduled: ["neutral", `Scheduled (attempt ${job.attempt + 1})`, job.run_at],
-    available: ["info", `Available: waiting for a worker (attempt ${job.attempt + 1})`, job.run_at],
-    running: ["info", `Running attempt ${job.attempt}`, job.attempted_at],
-    retryable: ["retry", `Retry ${job.attempt + 1} of ${job.max_attempts} due`, job.run_at],
+    scheduled: ["neutral", `Scheduled: attempt ${job.attempt + 1} of ${job.max_attempts} runs`, job.run_at],
+    available: ["info", `Available: attempt ${job.attempt + 1} waits for a worker`, job.run_at],
+    running: ["info", `Running attempt ${job.attempt} of ${job.max_attempts}`, job.attempted_at],
+    retryable: ["retry", `Retry: attempt ${job.attempt + 1} of ${job.max_attempts} runs`, job.run_at],
     waiting_external: ["info", "Waiting for an external callback", job.attempted_at],
-    completed: ["ok", `Completed on attempt ${job.attempt}`, job.finalized_at],
-    failed: ["danger", "Failed", job.finalized_at],
+    completed: ["ok", `Completed on attempt ${job.attempt}${took}`, job.finalized_at],
+    failed: ["danger", `Failed after ${job.attempt} ${job.attempt === 1 ? "attempt" : "attempts"}`, job.finalized_at],
     cancelled: ["neutral", "Cancelled", job.finalized_at],
   }[job.state];
   if (now) items.push(event(now[0], now[1], now[2]));
+  const count = (job.errors || []).length;
   return section(
-    `Attempts (${(job.errors || []).length} recorded ${(job.errors || []).length === 1 ? "error" : "errors"})`,
+    "Attempts",
+    h("p", { class: "muted small timeline-note" }, count ? `${count} ${count === 1 ? "error" : "errors"} recorded, oldest first.` : "No error recorded."),
     h("ol", { class: "timeline" }, items),
   );
 }

@@ -101,9 +101,12 @@ export function renderSessionControl(container) {
       required: true,
     });
     const errorLine = h("span", { class: "signin-error", role: "alert" });
+    // A username field password managers (and Chromium's form checks) expect; never sent.
+    const user = h("input", { type: "text", name: "username", autocomplete: "username", value: "admin", hidden: true });
     const form = h(
       "form",
       { class: "signin", on: { submit: (event) => { event.preventDefault(); signIn(input, errorLine); } } },
+      user,
       input,
       button("Sign in", { type: "submit", small: true, tone: "primary" }),
       errorLine,
