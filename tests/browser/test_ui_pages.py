@@ -61,6 +61,26 @@ def test_the_dashboard_draws_its_charts_and_refreshes(ui: Ui) -> None:
     )
 
 
+def test_the_dashboard_pauses_while_the_tab_is_hidden(ui: Ui) -> None:
+    ui.goto("#/")
+    note = ui.page.inner_text(".refresh-note")
+    ui.page.evaluate(
+        "Object.defineProperty(document, 'hidden', {configurable: true, get: () => true})"
+    )
+    ui.page.wait_for_timeout(5600)  # a refresh was due: it did not happen
+    assert ui.page.inner_text(".refresh-note") == note
+    ui.page.evaluate(
+        "Object.defineProperty(document, 'hidden', {configurable: true, get: () => false}),"
+        " document.dispatchEvent(new Event('visibilitychange'))"
+    )
+    ui.page.wait_for_function(  # visible again: it refreshes at once
+        "before => document.querySelector('.refresh-note').textContent !== before",
+        arg=note,
+        timeout=2000,
+        polling=50,
+    )
+
+
 def test_hostile_text_shows_as_text_everywhere(ui: Ui) -> None:
     w = ui.server.world
     for target, shown in [
@@ -266,3 +286,24 @@ def test_the_page_carries_its_security_headers(ui: Ui) -> None:
     assert headers["referrer-policy"] == "no-referrer"
     assert headers["x-content-type-options"] == "nosniff"
     ui.wait_render()
+
+
+def test_read_only_shows_no_sign_in_and_disables_every_action(
+    chromium: object, read_only_server: Server
+) -> None:
+    ro = open_ui(chromium, read_only_server)  # type: ignore[arg-type]
+    try:
+        w = read_only_server.world
+        for target in ["#/queues", f"#/jobs/{w.by_state['running']}", "#/dlq", "#/cron"]:
+            ro.goto(target)
+            assert ro.page.inner_text("#session") == "Read-only"
+            assert ro.page.locator("#session input").count() == 0
+            assert "This admin API is read-only" in ro.main_text()
+            buttons = ro.page.locator("#main button[data-action]")
+            assert buttons.count() > 0
+            for i in range(buttons.count()):
+                assert buttons.nth(i).is_disabled()
+                assert "--token-env" in (buttons.nth(i).get_attribute("title") or "")
+        ro.check()
+    finally:
+        ro.page.context.close()
