@@ -155,14 +155,14 @@ export async function render(root, ctx) {
       status.textContent = "Retrying every 5 s";
     }
   };
-  const data = await load();
-  // The first drawing happens once the page is in the document, so the charts get a width.
-  ctx.onLeave(() => document.removeEventListener("visibilitychange", onVisible));
+  const data = await load(); // a failure here is the page's error, with its "Try again"
   const onVisible = () => {
     if (!document.hidden) update();
   };
   document.addEventListener("visibilitychange", onVisible);
+  ctx.onLeave(() => document.removeEventListener("visibilitychange", onVisible));
   ctx.every(REFRESH_MS, update);
+  // Drawn once the page is in the document: the charts take the width of their boxes.
   ctx.onShown(() => {
     draw(body, data);
     status.textContent = `Updated ${new Date().toLocaleTimeString()} · refreshes every 5 s`;
