@@ -148,3 +148,27 @@ async def test_the_analyzer_refreshes_statistics_a_small_table_grew_out_of(
 )
 def test_needs_analyze(reltuples: float, changed: int, analyze: bool) -> None:
     assert needs_analyze(reltuples, changed) is analyze
+
+
+@pytest.mark.parametrize("state", ["failed", "cancelled"])  # rare states: none here
+def test_a_job_list_filtered_by_state_walks_the_state_index(
+    analyzed: wai.Client, state: str
+) -> None:
+    # the plan PostgreSQL makes for the parameters as psycopg sends them (not prepared)
+    with analyzed._connection() as conn:
+        cur = conn.execute(
+            "EXPLAIN " + query("job_list", analyzed.schema),
+            {
+                "state": state,
+                "kind": None,
+                "queue": None,
+                "tag": None,
+                "trigger_job_id": None,
+                "before_id": None,
+                "limit": 50,
+            },
+            prepare=False,
+        )
+        plan = "\n".join(row[0] for row in cur.fetchall())
+    assert "jobs_state_idx" in plan, plan
+    assert "Seq Scan" not in plan, plan

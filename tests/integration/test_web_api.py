@@ -884,7 +884,7 @@ async def test_size_is_checked_before_reading_a_lying_or_missing_content_length(
 
 
 async def test_unknown_paths_and_methods_are_json_errors(api: httpx.AsyncClient) -> None:
-    refused(await api.get("/"), 404, "not_found")
+    refused(await api.get("/nowhere"), 404, "not_found")  # "/" is the web UI (test_web_ui.py)
     refused(await api.get(f"{API}/jobs/"), 404, "not_found")  # no redirect to build a URL for
     refused(await api.get(f"{API}/nope"), 404, "not_found")
     wrong = await api.put(f"{API}/jobs", headers=AUTH)

@@ -34,6 +34,7 @@ from wai.web._params import (
     parse_query,
 )
 from wai.web._routes import ROUTES
+from wai.web._session import SessionStore, SignInLimiter
 
 ROOT = Path(__file__).resolve().parents[2]
 NOWHERE = "postgresql://nobody@127.0.0.1:1/none"  # never connected to: nothing here opens it
@@ -68,9 +69,15 @@ def test_the_app_routes_exactly_the_table(client: wai.AsyncClient) -> None:
     routed: set[tuple[str, str]] = set()
     for route in app.routes:
         assert isinstance(route, Route)
+        if route.name in ("ui", "ui_asset"):  # the web UI's files, not the API
+            assert route.path in ("/", "/ui/{path:path}")
+            continue
         path = re.sub(r"\{(\w+):path\}", r"{\1}", route.path)
         routed |= {(m, path) for m in (route.methods or ()) if m != "HEAD"}
     assert routed == _operations(document(ROUTES, ""))
+    assert {r.path for r in create_app(client, ui=False).routes if isinstance(r, Route)} == {
+        re.sub(r"\{(\w+)\}", lambda m: m[0], e.route_path) for e in ROUTES
+    }
 
 
 def test_operation_ids_are_unique_and_components_are_there() -> None:
@@ -101,19 +108,34 @@ def test_path_parameters_match_the_templates() -> None:
         assert in_path == [p.name for p in endpoint.path_params], endpoint.operation_id
 
 
-def test_mutations_and_only_they_need_the_token() -> None:
+def test_mutations_and_only_they_need_the_token_or_a_session() -> None:
     doc = document(ROUTES, "")
     for endpoint in ROUTES:
         op = doc["paths"][endpoint.full_path][endpoint.method.lower()]
         assert op["x-wai-mutates"] is endpoint.mutates
         if endpoint.mutates:
-            assert op["security"] == [{"bearerAuth": []}]
+            assert op["security"] == [
+                {"bearerAuth": []},
+                {"sessionCookie": [], "csrfToken": []},
+            ]
             assert {"401", "403", "413", "415"} <= set(op["responses"])
             assert endpoint.method != "GET"
         else:
             assert "security" not in op
-            assert endpoint.method == "GET"
+            # signing in and out changes no job: the session endpoints are the exception
+            assert endpoint.method == "GET" or endpoint.full_path == "/api/v1/session"
         assert {"200", "400", "503"} <= set(op["responses"])
+    schemes = doc["components"]["securitySchemes"]
+    assert schemes["sessionCookie"] == {
+        "type": "apiKey",
+        "in": "cookie",
+        "name": "wai_session",
+        "description": schemes["sessionCookie"]["description"],
+    }
+    assert (schemes["csrfToken"]["in"], schemes["csrfToken"]["name"]) == ("header", "X-CSRF-Token")
+    sign_in = doc["paths"]["/api/v1/session"]["post"]
+    assert {"401", "403", "429"} <= set(sign_in["responses"])
+    assert sign_in["requestBody"]["content"]["application/json"]["schema"]["required"] == ["token"]
 
 
 def test_docs_ui_lists_every_endpoint_with_its_client_method() -> None:
@@ -166,6 +188,55 @@ def test_the_guard_refuses_and_never_shows_the_token() -> None:
     with pytest.raises(ApiError) as forbidden:
         read_only.check("Bearer sekrit-token-value")
     assert forbidden.value.status == 403
+
+
+def test_the_guard_takes_a_session_with_its_csrf_token() -> None:
+    guard = Guard(token="sekrit-token-value", read_only=False)
+    session_id, session = guard.sessions.create()
+    guard.check(None, session_id=session_id, csrf=session.csrf)
+    for csrf in (None, "", "nope", session.csrf + "x"):
+        with pytest.raises(ApiError) as forbidden:
+            guard.check(None, session_id=session_id, csrf=csrf)
+        assert (forbidden.value.status, forbidden.value.code) == (403, "csrf_failed")
+    for unknown in ("nope", session.csrf):
+        with pytest.raises(ApiError) as refused:
+            guard.check(None, session_id=unknown, csrf=session.csrf)
+        assert refused.value.status == 401
+    with pytest.raises(ApiError) as wrong_bearer:  # the header, when sent, decides alone
+        guard.check("Bearer nope", session_id=session_id, csrf=session.csrf)
+    assert wrong_bearer.value.status == 401
+    assert "sekrit" not in repr(guard.sessions)
+    assert session.csrf not in repr(session)
+    guard.sessions.delete(session_id)
+    with pytest.raises(ApiError):
+        guard.check(None, session_id=session_id, csrf=session.csrf)
+    assert guard.token_matches("sekrit-token-value")
+    assert not guard.token_matches("sekrit-token-valu")
+
+
+def test_sessions_expire_and_sign_in_failures_are_counted_per_address() -> None:
+    now = [1000.0]
+    store = SessionStore(ttl=60, clock=lambda: now[0])
+    first, _ = store.create()
+    now[0] += 59
+    assert store.get(first) is not None
+    second, _ = store.create()
+    now[0] += 2
+    assert store.get(first) is None
+    assert store.get(second) is not None
+    assert store.get(None) is None
+    assert store.get("") is None
+
+    limiter = SignInLimiter(limit=3, window=60, clock=lambda: now[0])
+    for _ in range(3):
+        assert limiter.retry_after("a") is None
+        limiter.failed("a")
+    assert limiter.retry_after("a") == 61
+    assert limiter.retry_after("b") is None
+    now[0] += 30
+    assert limiter.retry_after("a") == 31
+    now[0] += 31
+    assert limiter.retry_after("a") is None  # the window passed: the address may try again
 
 
 def test_a_utf8_token_matches_the_bytes_a_client_sends() -> None:

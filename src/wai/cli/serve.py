@@ -1,4 +1,5 @@
-"""``wai serve [APP]``: the admin HTTP API (JSON under ``/api/v1/``) and the health probes.
+"""``wai serve [APP]``: the admin web UI and HTTP API (JSON under ``/api/v1/``), and the
+health probes.
 
 The server itself is :mod:`wai.web` (an optional extra); this module settles the
 token and the client before handing over. Mutations are enabled only when
@@ -33,7 +34,8 @@ def add_commands(sub: SubParsers) -> None:
     p = subparser(
         sub,
         "serve",
-        "serve the admin HTTP API (JSON under /api/v1/, schema at /api/v1/openapi.json) "
+        "serve the admin web UI (at /) and HTTP API (JSON under /api/v1/, schema at "
+        "/api/v1/openapi.json) "
         "and /healthz, /readyz",
         _cmd_serve,
     )

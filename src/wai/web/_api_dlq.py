@@ -14,6 +14,7 @@ from wai.web._endpoint import Call
 __all__ = [
     "bulk_purge_dlq",
     "bulk_retry_dlq",
+    "dlq_stats",
     "get_dlq_entry",
     "list_dlq",
     "purge_dlq_entry",
@@ -84,3 +85,9 @@ async def bulk_purge_dlq(call: Call) -> dict[str, Any]:
         queue=a["queue"], kind=a["kind"], tag=a["tag"], reason=a["reason"], all=a["all"]
     )
     return {"purged": purged}
+
+
+async def dlq_stats(call: Call) -> dict[str, Any]:
+    """How many jobs are dead-lettered: in all, and per queue that has any."""
+    depths = await call.client.dlq_depths()
+    return {"total": sum(depths.values()), "queues": depths}

@@ -13,6 +13,8 @@ from wai.web._endpoint import Call, Endpoint
 from wai.web._errors import ApiError, api_error
 from wai.web._params import parse_body, parse_path, parse_query
 from wai.web._routes import ROUTES
+from wai.web._session import COOKIE, CSRF_HEADER, DEFAULT_SESSION_TTL
+from wai.web._ui import ui_routes
 
 try:
     from starlette.applications import Starlette
@@ -32,9 +34,11 @@ def create_app(
     token: str | None = None,
     read_only: bool = True,
     max_body: int = DEFAULT_MAX_BODY,
+    ui: bool = True,
+    session_ttl: float = DEFAULT_SESSION_TTL,
 ) -> Starlette:
     """The admin HTTP API of ``client``: JSON under ``/api/v1/``, described at
-    ``/api/v1/openapi.json``.
+    ``/api/v1/openapi.json``, and its web UI at the app's root.
 
     Mount it in your own Starlette or FastAPI app (``app.mount("/wai",
     create_app(client))``) or run it with ``wai serve``. Every path and URL it
@@ -50,8 +54,13 @@ def create_app(
     "message": ...}}``: 400 for malformed input (unknown query parameters too),
     404 for an unknown job, entry, schedule or outbox row, 409 for an action the
     state does not allow, 503 while the database is unreachable.
+
+    A browser signs in with the token (``POST /api/v1/session``) and gets a
+    session cookie that lasts ``session_ttl`` seconds (12 hours); a mutation with
+    the cookie also needs the session's ``X-CSRF-Token`` header. ``ui=False``
+    serves the API alone, without the web UI (``GET /`` and ``/ui/...``).
     """
-    guard = Guard(token=token, read_only=read_only)
+    guard = Guard(token=token, read_only=read_only, session_ttl=session_ttl)
     if isinstance(max_body, bool) or not isinstance(max_body, int) or max_body < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ValidationError(f"max_body must be a positive number of bytes, got {max_body!r}")
     routes = [
@@ -63,6 +72,8 @@ def create_app(
         )
         for endpoint in ROUTES
     ]
+    if ui:
+        routes += ui_routes()
     app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
     # "/api/v1/jobs/" is a 404, not a redirect to a URL the app would have to build.
     app.router.redirect_slashes = False
@@ -76,17 +87,21 @@ def _handle(endpoint: Endpoint, client: AsyncClient, guard: Guard, max_body: int
     async def handle(request: Request) -> Response:
         try:
             if endpoint.mutates:  # before anything else is read: refused means untouched
-                guard.check(request.headers.get("authorization"))
+                guard.check(
+                    request.headers.get("authorization"),
+                    session_id=request.cookies.get(COOKIE),
+                    csrf=request.headers.get(CSRF_HEADER),
+                )
             args = parse_path(endpoint.path_params, request.path_params)
             args |= parse_query(endpoint.query, request.query_params.multi_items())
             if endpoint.body is not None:
                 args |= parse_body(endpoint.body, await read_json(request, max_body))
-            call = Call(client, args, str(request.scope.get("root_path", "")))
+            call = Call(client, args, str(request.scope.get("root_path", "")), request, guard)
             result = await endpoint.handler(call)
         except Exception as exc:
             error = api_error(exc, where)
             return json_response(error.body(), error.status, error.headers)
-        return json_response(result)
+        return result if isinstance(result, Response) else json_response(result)
 
     return handle
 

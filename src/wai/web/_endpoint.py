@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from wai.client import AsyncClient
+from wai.web._auth import Guard
 from wai.web._params import Param
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
 
 __all__ = ["API_PREFIX", "Call", "Endpoint", "Handler"]
 
@@ -21,15 +25,20 @@ class Call:
 
     ``args`` holds every path, query and body parameter of the endpoint, absent
     ones at their default. ``root_path`` is where the app is mounted (``""`` at
-    the root), from the ASGI scope.
+    the root), from the ASGI scope. ``request`` and ``guard`` (the app's
+    authorization policy and its sessions) are for the few handlers that need
+    more than the parameters: the session endpoints.
     """
 
     client: AsyncClient
     args: Mapping[str, Any]
     root_path: str
+    request: Request
+    guard: Guard
 
 
-#: A handler: a checked request in, plain JSON data out.
+#: A handler: a checked request in, plain JSON data out (or a finished Starlette response,
+#: for an answer that sets a cookie).
 Handler = Callable[[Call], Awaitable[Any]]
 
 

@@ -15,26 +15,40 @@ from wai._version import __version__
 from wai.web._endpoint import Endpoint
 from wai.web._params import Param
 from wai.web._schemas import components, ref
+from wai.web._session import COOKIE, CSRF_HEADER
 
-__all__ = ["document"]
+__all__ = ["MUTATION_SECURITY", "document"]
 
 _DESCRIPTION = (
     "The admin API of wai, a PostgreSQL job queue: jobs, queues, the dead-letter queue, "
     "periodic schedules, runtime instances and the follow-up outbox. Reads need no token. "
-    "Mutations need `Authorization: Bearer <token>` and answer 403 while the app is "
-    'read-only. Every error is `{"error": {"code": ..., "message": ...}}`. Unknown or '
-    "repeated query parameters are refused (400)."
+    "Mutations need `Authorization: Bearer <token>`, or the `wai_session` cookie of a "
+    "browser signed in with `POST /api/v1/session` together with its `X-CSRF-Token` header, "
+    "and answer 403 while the app is read-only. Every error is "
+    '`{"error": {"code": ..., "message": ...}}`. Unknown or repeated query parameters are '
+    "refused (400)."
 )
+
+#: What a mutation needs: the bearer token, or a signed-in session's cookie and CSRF token.
+MUTATION_SECURITY: Final[list[dict[str, list[str]]]] = [
+    {"bearerAuth": []},
+    {"sessionCookie": [], "csrfToken": []},
+]
 
 #: The error answers, by status: (component name, description).
 _ERRORS: Final = {
     400: ("BadRequest", "a malformed parameter or body, or a request wai refuses"),
-    401: ("Unauthorized", "the bearer token is missing or wrong"),
-    403: ("ReadOnly", "the app is read-only: no mutation is allowed"),
+    401: ("Unauthorized", "the token is missing or wrong, or the session expired"),
+    403: (
+        "Forbidden",
+        "the app is read-only (`read_only`), or a session cookie came without its CSRF "
+        "token (`csrf_failed`)",
+    ),
     404: ("NotFound", "no such job, entry, schedule or outbox row"),
     409: ("Conflict", "the action does not apply to the current state, or a unique key is held"),
     413: ("PayloadTooLarge", "the body exceeds the size limit"),
     415: ("UnsupportedMediaType", "the body is not application/json"),
+    429: ("TooManyRequests", "too many wrong tokens from this address: wait `Retry-After`"),
     503: ("Unavailable", "the database is unreachable or its schema not migrated"),
 }
 
@@ -49,7 +63,7 @@ def _error_response(status: int) -> dict[str, Any]:
         answer["headers"] = {
             "WWW-Authenticate": {"schema": {"type": "string"}, "description": "`Bearer`"}
         }
-    if status == 503:
+    if status in (429, 503):
         answer["headers"] = {
             "Retry-After": {"schema": {"type": "integer"}, "description": "seconds to wait"}
         }
@@ -126,7 +140,7 @@ def operation(endpoint: Endpoint) -> dict[str, Any]:
     if endpoint.body is not None:
         op["requestBody"] = _body(endpoint.body)
     if endpoint.mutates:
-        op["security"] = [{"bearerAuth": []}]
+        op["security"] = MUTATION_SECURITY
     return op
 
 
@@ -152,7 +166,19 @@ def document(endpoints: Sequence[Endpoint], root_path: str) -> dict[str, Any]:
                     "type": "http",
                     "scheme": "bearer",
                     "description": "the admin token (wai serve --token-env NAME)",
-                }
+                },
+                "sessionCookie": {
+                    "type": "apiKey",
+                    "in": "cookie",
+                    "name": COOKIE,
+                    "description": "a browser session, set by `POST /api/v1/session`",
+                },
+                "csrfToken": {
+                    "type": "apiKey",
+                    "in": "header",
+                    "name": CSRF_HEADER,
+                    "description": "the session's CSRF token, answered by `/api/v1/session`",
+                },
             },
         },
     }

@@ -30,6 +30,7 @@ __all__ = [
     "Param",
     "ParamType",
     "Queue",
+    "Secret",
     "Text",
     "Timestamp",
     "parse_body",
@@ -122,6 +123,29 @@ class Text:
             "maxLength": self.max_length,
             "pattern": rf"^[^\x00]{{1,{self.max_length}}}$",
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Secret:
+    """A token sent to be checked: a string of 1 to ``max_length`` characters, never echoed."""
+
+    max_length: int = 4096
+
+    def from_text(self, name: str, text: str) -> str:
+        """Check ``text``."""
+        return self.from_json(name, text)
+
+    def from_json(self, name: str, value: object) -> str:
+        """Check ``value``; an error names the field, never the value."""
+        if not isinstance(value, str):
+            raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
+        if not 1 <= len(value) <= self.max_length:
+            raise ValidationError(f"{name} must be 1 to {self.max_length} characters")
+        return value
+
+    def schema(self) -> dict[str, Any]:
+        """``string`` with its length bounds, write-only."""
+        return {"type": "string", "minLength": 1, "maxLength": self.max_length, "writeOnly": True}
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from wai.web import _api_instances as instances
 from wai.web import _api_jobs as jobs
 from wai.web import _api_outbox as outbox
 from wai.web import _api_queues as queues
+from wai.web import _api_session as session
 from wai.web._endpoint import Call, Endpoint
 from wai.web._openapi import document
 from wai.web._params import (
@@ -29,10 +30,12 @@ from wai.web._params import (
     Integer,
     Param,
     Queue,
+    Secret,
     Text,
     Timestamp,
 )
 from wai.web._schemas import ref
+from wai.web._session import SIGN_IN_LIMIT, SIGN_IN_WINDOW
 
 __all__ = ["ROUTES"]
 
@@ -94,6 +97,18 @@ def _items(component: str, **more: dict[str, Any]) -> dict[str, Any]:
 
 _NULLABLE_ID: dict[str, Any] = {"type": ["integer", "null"]}
 _INTEGER: dict[str, Any] = {"type": "integer"}
+_SESSION = _object(
+    read_only={"type": "boolean", "description": "no mutation is allowed, signed in or not"},
+    signed_in={"type": "boolean"},
+    csrf={
+        "type": ["string", "null"],
+        "description": "the session's CSRF token, for the `X-CSRF-Token` header of mutations",
+    },
+)
+_SET_COOKIE = (
+    "Sets the `wai_session` cookie (`HttpOnly; SameSite=Strict`, its `Path` the mount point, "
+    "`Secure` over https)."
+)
 
 
 async def _openapi(call: Call) -> dict[str, Any]:
@@ -273,6 +288,20 @@ ROUTES: Final[tuple[Endpoint, ...]] = (
             LIMIT,
         ),
         response=_items("DlqEntry", next_before={"type": ["string", "null"]}),
+    ),
+    # before /dlq/{job_id}, which would take 'stats' for an id
+    Endpoint(
+        method="GET",
+        path="/dlq/stats",
+        operation_id="dlqStats",
+        tag="dlq",
+        summary="How many jobs are dead-lettered, in all and per queue",
+        description="Queues without any entry are left out of `queues`.",
+        calls="dlq_depths",
+        handler=dlq.dlq_stats,
+        response=_object(
+            total=_INTEGER, queues={"type": "object", "additionalProperties": _INTEGER}
+        ),
     ),
     Endpoint(
         method="GET",
@@ -511,6 +540,45 @@ ROUTES: Final[tuple[Endpoint, ...]] = (
         response=_object(discarded=_INTEGER),
         mutates=True,
         errors=(404,),
+    ),
+    # browser sessions
+    Endpoint(
+        method="GET",
+        path="/session",
+        operation_id="getSession",
+        tag="session",
+        summary="Whether the app is read-only and this browser signed in",
+        description="`csrf` is the session's CSRF token while signed in, else null.",
+        calls="(none)",
+        handler=session.get_session,
+        response=_SESSION,
+    ),
+    Endpoint(
+        method="POST",
+        path="/session",
+        operation_id="signIn",
+        tag="session",
+        summary="Sign a browser in with the admin token",
+        description=f"{_SET_COOKIE} A mutation sent with the cookie must carry the answer's "
+        "`csrf` in `X-CSRF-Token`. 401 for a wrong token; 429 (`Retry-After`) after "
+        f"{SIGN_IN_LIMIT} wrong tokens from one address within {SIGN_IN_WINDOW:.0f} seconds; "
+        "403 while the app is read-only.",
+        calls="(none)",
+        handler=session.create_session,
+        body=(Param(name="token", type=Secret(), description="the admin token", required=True),),
+        response=_SESSION,
+        errors=(401, 403, 429),
+    ),
+    Endpoint(
+        method="DELETE",
+        path="/session",
+        operation_id="signOut",
+        tag="session",
+        summary="Sign a browser out",
+        description="Forgets the session and clears its cookie.",
+        calls="(none)",
+        handler=session.delete_session,
+        response=_SESSION,
     ),
     # the document itself
     Endpoint(

@@ -23,7 +23,8 @@ __all__ = ["serve", "server_app"]
 
 
 def server_app(client: AsyncClient, *, token: str | None) -> Starlette:
-    """``/healthz``, ``/readyz`` and the API at the root; mutations only with ``token``."""
+    """``/healthz``, ``/readyz``, and the API and its web UI at the root; mutations only with
+    ``token`` (its bearer header, or a browser session signed in with it)."""
     api = create_app(client, token=token, read_only=token is None)
     return Starlette(routes=[*health_routes(client), Mount("", app=api)])
 
@@ -54,10 +55,11 @@ async def serve(
             if announce is not None:
                 announce(f"warning: {exc}; /readyz answers 503 until then")
         where = f"[{host}]" if ":" in host else host
-        mode = "read-only" if token is None else "mutations need the bearer token"
+        mode = "read-only" if token is None else "mutations need the bearer token or a session"
         if announce is not None:
             announce(
-                f"admin API on http://{where}:{port}{API_PREFIX}/ ({mode}), schema "
+                f"admin API on http://{where}:{port}{API_PREFIX}/ and its web UI on "
+                f"http://{where}:{port}/ ({mode}), schema "
                 f"{client.schema!r}, until SIGTERM or Ctrl-C"
             )
         await server.serve()

@@ -1,0 +1,66 @@
+// Queues: counts by state, pause and lag; pause, resume and drain, each confirmed.
+
+import { get, post, segment } from "./api.js";
+import { actionButton, actionsNotice } from "./actions.js";
+import { badge, h, link, pageTitle, section, table } from "./dom.js";
+import { duration, num, when } from "./format.js";
+import { STATES, stateLabel } from "./jobview.js";
+import { href } from "./router.js";
+
+function actions(queue, ctx) {
+  const name = queue.name;
+  const toggle = queue.paused
+    ? actionButton("Resume", {
+        ctx,
+        confirm: { title: `Resume queue ${name}?`, message: "Workers will claim its jobs again." },
+        run: () => post(`queues/${segment(name)}/resume`),
+        done: () => `Queue ${name} resumed.`,
+      })
+    : actionButton("Pause", {
+        ctx,
+        confirm: { title: `Pause queue ${name}?`, message: "Workers stop claiming its jobs; inserts still succeed. Running attempts finish." },
+        run: () => post(`queues/${segment(name)}/pause`),
+        done: () => `Queue ${name} paused.`,
+      });
+  const waiting = ["available", "scheduled", "retryable", "waiting_external"].reduce((sum, s) => sum + (queue.counts[s] || 0), 0);
+  const drain = actionButton("Drain", {
+    ctx,
+    tone: "danger",
+    confirm: {
+      title: `Drain queue ${name}?`,
+      message: [`Every job of ${name} that waits to run (about ${num(waiting)} now) is cancelled. Running attempts finish.`, "This cannot be undone."],
+      confirmLabel: "Drain",
+    },
+    run: () => post(`queues/${segment(name)}/drain`),
+    done: (result) => `Queue ${name} drained: ${num(result.cancelled)} ${result.cancelled === 1 ? "job" : "jobs"} cancelled.`,
+  });
+  return h("div", { class: "row-actions" }, toggle, drain);
+}
+
+/** Render the queues page. */
+export async function render(root, ctx) {
+  const { items } = await get("queues");
+  root.append(
+    pageTitle("Queues", h("span", { class: "muted" }, `${items.length} ${items.length === 1 ? "queue" : "queues"}`)),
+    actionsNotice() || "",
+    section(
+      null,
+      table(
+        [
+          { label: "Queue", cell: (q) => link(href("jobs", { queue: q.name }), q.name) },
+          { label: "Status", cell: (q) => (q.paused ? [badge("paused", "warn"), " ", h("span", { class: "muted small" }, when(q.paused_at))] : badge("active", "ok")) },
+          ...STATES.map((s) => ({
+            label: stateLabel(s),
+            class: "num",
+            cell: (q) => (q.counts[s] ? link(href("jobs", { queue: q.name, state: s }), num(q.counts[s])) : h("span", { class: "muted" }, "0")),
+          })),
+          { label: "Total", class: "num", cell: (q) => h("strong", {}, num(q.total)) },
+          { label: "Lag", class: "num", cell: (q) => (q.oldest_available_lag ? duration(q.oldest_available_lag) : "—") },
+          { label: "Actions", cell: (q) => actions(q, ctx) },
+        ],
+        items,
+        { empty: "No queue has jobs or was paused yet." },
+      ),
+    ),
+  );
+}
