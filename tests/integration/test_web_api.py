@@ -710,7 +710,13 @@ def _free_text_inputs() -> list[tuple[str, str, dict[str, Any]]]:
         for name, schema in [(p["name"], p["schema"]) for p in op["parameters"]] + list(
             fields.items()
         ):
-            if schema.get("type") == "string" and not {"enum", "format"} & set(schema):
+            # the sign-in token (writeOnly) is compared, never stored: a NUL is a wrong token
+            secret = schema.get("writeOnly", False)
+            if (
+                schema.get("type") == "string"
+                and not {"enum", "format"} & set(schema)
+                and not secret
+            ):
                 found.append((op["operationId"], name, schema))
     return found
 

@@ -152,6 +152,7 @@ CODES = {
     409: {"invalid_state", "unique_conflict"},
     413: {"payload_too_large"},
     415: {"unsupported_media_type"},
+    429: {"too_many_requests"},  # sign-in after too many wrong tokens from one address
 }
 
 #: Why a valid case (schemathesis's positive mode) may still be a 400: rules a JSON schema
@@ -416,7 +417,12 @@ async def test_fuzz_with_mutations_enabled(aclient: wai.AsyncClient, operation_i
     async with http(create_app(aclient, token=TOKEN, read_only=False)) as api:
         run = Run(api, aclient, _on_loop(asyncio.get_running_loop()), read_only=False)
         await asyncio.to_thread(fuzz, run, operation_id, EXAMPLES)
-    assert 200 in run.statuses  # the cases reached the operation, not only its refusals
+    if operation_id == "signIn":
+        # a generated token is never the admin token: signing in is refused (401, then 429
+        # from the limit); tests/integration/test_web_session.py signs in for real
+        assert run.statuses.keys() >= {401, 429}
+    else:
+        assert 200 in run.statuses  # the cases reached the operation, not only its refusals
 
 
 @pytest.mark.parametrize("operation_id", OPERATION_IDS)
