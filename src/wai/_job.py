@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -12,7 +12,15 @@ from uuid import UUID
 from wai._json import loads
 from wai._slots import positional_constructor
 
-__all__ = ["INSERT_COLUMNS", "ROW_COLUMNS", "TERMINAL_STATES", "JobRow", "JobState", "Trigger"]
+__all__ = [
+    "INSERT_COLUMNS",
+    "ROW_COLUMNS",
+    "TERMINAL_STATES",
+    "JobRow",
+    "JobState",
+    "Trigger",
+    "job_rows",
+]
 
 
 class JobState(enum.StrEnum):
@@ -275,3 +283,9 @@ def _trigger(job_id: Any, run_lease: Any, outcome: Any, spec: Any) -> Trigger | 
     if job_id is None:
         return None
     return Trigger(job_id=job_id, run_lease=run_lease, outcome=outcome, spec=spec)
+
+
+def job_rows(_cursor: object) -> Callable[[Sequence[Any]], JobRow]:
+    """psycopg row factory: each row of a statement whose RETURNING starts with
+    :data:`ROW_COLUMNS` (a claim, a finalize, a rescue) as a :class:`JobRow`."""
+    return JobRow.from_row

@@ -83,10 +83,22 @@ def describe_exception(exc: BaseException, *, limit: int = 10) -> str:
     return storable(head + ("\n" + "\n".join(lines) if lines else ""))
 
 
+def _retry_delay(attempt: int, max_attempts: int, delay: float | None = None) -> float | None:
+    """Seconds before the next attempt after a failed ``attempt``; None: it was the last.
+
+    The one rule for a spent attempt, a handler's failure or a rescue alike: the last
+    attempt fails the job, any other retries after ``delay`` or the backoff.
+    """
+    if attempt >= max_attempts:
+        return None
+    return backoff(attempt) if delay is None else delay
+
+
 def _fail_or_retry(
     job_id: int, run_lease: int, attempt: int, max_attempts: int, error: str, delay: float | None
 ) -> Outcome:
-    if attempt >= max_attempts:
+    retry_in = _retry_delay(attempt, max_attempts, delay)
+    if retry_in is None:
         return Outcome(
             job_id=job_id,
             run_lease=run_lease,
@@ -100,7 +112,7 @@ def _fail_or_retry(
         state=JobState.RETRYABLE,
         event="retried",
         error=error,
-        delay=backoff(attempt) if delay is None else delay,
+        delay=retry_in,
     )
 
 
@@ -241,11 +253,10 @@ def decide_rescue(*, job_id: int, attempt: int, max_attempts: int, reason: str) 
     ``deadline_exceeded`` or ``callback_timeout``. Like a handler's exception, a
     rescue spends the attempt: the last one fails the job.
     """
-    error = RESCUE_ERRORS[reason]
-    if attempt >= max_attempts:
-        return Rescue(job_id=job_id, state=JobState.FAILED, delay=None, error=error, reason=reason)
+    retry_in = _retry_delay(attempt, max_attempts)
+    state = JobState.FAILED if retry_in is None else JobState.RETRYABLE
     return Rescue(
-        job_id=job_id, state=JobState.RETRYABLE, delay=backoff(attempt), error=error, reason=reason
+        job_id=job_id, state=state, delay=retry_in, error=RESCUE_ERRORS[reason], reason=reason
     )
 
 

@@ -9,26 +9,20 @@ from collections.abc import Sequence
 from typing import Any, LiteralString
 
 from psycopg import AsyncConnection
-from psycopg.rows import RowMaker
 
 from wai._db_async import unless_all
-from wai._job import JobRow, JobState
+from wai._job import JobRow, JobState, job_rows
 from wai._outcomes import Outcome, Rescue
 from wai._sql import query
 
 __all__ = ["job_finalize_many", "job_finalize_many_ids", "job_rescue_apply", "job_rescue_lock"]
 
 
-def _job_rows(_cursor: object) -> RowMaker[JobRow]:
-    """Row factory: each row of a finalize (``ROW_COLUMNS`` first) as a JobRow."""
-    return JobRow.from_row
-
-
 async def _positional(
     conn: AsyncConnection[Any], text: LiteralString, params: dict[str, Any]
 ) -> list[JobRow]:
     """Run ``text``, whose RETURNING starts with ``ROW_COLUMNS``; its rows as JobRows."""
-    async with conn.cursor(row_factory=_job_rows) as cur:
+    async with conn.cursor(row_factory=job_rows) as cur:
         await cur.execute(text, params)
         return await cur.fetchall()
 

@@ -12,9 +12,8 @@ from collections.abc import Sequence
 from typing import Any, LiteralString
 
 from psycopg import AsyncConnection
-from psycopg.rows import RowMaker
 
-from wai._job import JobRow
+from wai._job import JobRow, job_rows
 from wai._queues import QueueSettings
 from wai._sql import query
 
@@ -27,11 +26,6 @@ __all__ = [
     "runtime_instance_delete",
     "runtime_instance_upsert",
 ]
-
-
-def _job_rows(_cursor: object) -> RowMaker[JobRow]:
-    """Row factory: each claimed row (``ROW_COLUMNS`` first) as a JobRow."""
-    return JobRow.from_row
 
 
 @functools.lru_cache(maxsize=1024)
@@ -58,7 +52,7 @@ async def job_claim(
     default_deadline: float | None,
 ) -> list[JobRow]:
     """Claim up to ``limit`` available jobs of ``queue``, starting an attempt on each."""
-    async with conn.cursor(row_factory=_job_rows) as cur:
+    async with conn.cursor(row_factory=job_rows) as cur:
         await cur.execute(
             _claim_query(schema, limit),
             {
