@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -12,9 +12,13 @@ from wai.errors import InvalidStateError, JobNotFound, ValidationError
 __all__ = [
     "CANCELLABLE_STATES",
     "DRAINED_STATES",
+    "EXACT_COUNT_LIMIT",
+    "FINISHED_STATES",
     "RETRYABLE_STATES",
     "QueueStats",
     "check_job_id",
+    "counts_finished_exactly",
+    "queue_stats",
     "rejected",
 ]
 
@@ -32,14 +36,32 @@ DRAINED_STATES = frozenset(
 _MAX_ID = 2**63 - 1
 
 
+#: States whose jobs are finished: their counts come from statistics on a large table.
+FINISHED_STATES = tuple(s.value for s in JobState if s.is_terminal)
+
+#: Up to this many rows in the jobs table (by the planner's estimate), queue stats count
+#: finished jobs exactly; beyond it they estimate them, reading no finished row.
+EXACT_COUNT_LIMIT = 50_000
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueueStats:
     """A snapshot of one queue for operators.
 
     ``counts`` maps every :class:`wai.JobState` value to its number of jobs (0 when
-    none). ``oldest_available_lag`` is how many seconds the oldest ``available``
-    job has been due (``now - run_at``), 0.0 when no job is available: a growing
-    lag means the queue's workers do not keep up (or the queue is paused).
+    none). Counts of unfinished jobs (available, running, scheduled, retryable,
+    waiting_external) are always exact: they read only the live jobs, through their
+    partial indexes. Counts of finished jobs (completed, failed, cancelled) are exact
+    while the jobs table is small (up to :data:`EXACT_COUNT_LIMIT` rows) and estimated
+    beyond, from PostgreSQL's statistics of the table (those of its last ANALYZE, scaled
+    to its size now), so that stats stay fast over millions of finished jobs; the
+    states so estimated are listed in ``estimated``. An estimate can lag by whatever
+    changed since that ANALYZE, and a queue with very few finished jobs in a large table
+    may count 0 of them.
+
+    ``oldest_available_lag`` is how many seconds the oldest ``available`` job has been
+    due (``now - run_at``), 0.0 when no job is available: a growing lag means the
+    queue's workers do not keep up (or the queue is paused).
     """
 
     name: str
@@ -47,6 +69,7 @@ class QueueStats:
     paused_at: datetime | None
     counts: dict[str, int]
     oldest_available_lag: float
+    estimated: tuple[str, ...] = ()
 
     @property
     def total(self) -> int:
@@ -55,7 +78,7 @@ class QueueStats:
 
     @classmethod
     def from_record(cls, rec: dict[str, Any]) -> QueueStats:
-        """Build the stats from a ``queue_stats`` record; missing states count 0."""
+        """Build the stats from a ``queue_live_counts`` record; missing states count 0."""
         found: dict[str, Any] = rec["counts"] or {}
         return cls(
             name=rec["name"],
@@ -64,6 +87,51 @@ class QueueStats:
             counts={s.value: int(found.get(s.value, 0)) for s in JobState},
             oldest_available_lag=float(rec["oldest_available_lag"] or 0.0),
         )
+
+
+def counts_finished_exactly(table_rows: float | None, have_estimates: bool) -> bool:
+    """Whether queue stats should count finished jobs rather than estimate them.
+
+    ``table_rows`` is the planner's estimate of the jobs table's size (None before its
+    first VACUUM or ANALYZE), ``have_estimates`` whether (queue, state) statistics are
+    visible. A small table is counted (cheap, and exact where tests and demos look); so
+    is a table with no statistics yet, whatever its size, rather than showing nothing.
+    """
+    if table_rows is None or not have_estimates:
+        return True
+    return table_rows <= EXACT_COUNT_LIMIT
+
+
+def queue_stats(
+    live: list[dict[str, Any]],
+    finished: list[dict[str, Any]],
+    *,
+    estimated: bool,
+) -> list[QueueStats]:
+    """Merge live counts per queue with finished counts (``name``, ``state``, ``n`` rows).
+
+    Rows of other states in ``finished`` are ignored (estimates cover every state; the
+    live counts are exact). A queue with only finished jobs gets a row too. Estimates are
+    rounded to whole jobs. Sorted by queue name.
+    """
+    by_name = {rec["name"]: QueueStats.from_record(rec) for rec in live}
+    marked = FINISHED_STATES if estimated else ()
+    for rec in finished:
+        if rec["state"] not in FINISHED_STATES:
+            continue
+        name = rec["name"]
+        stats = by_name.get(name)
+        if stats is None:
+            stats = QueueStats(
+                name=name,
+                paused=False,
+                paused_at=None,
+                counts={s.value: 0 for s in JobState},
+                oldest_available_lag=0.0,
+            )
+            by_name[name] = stats
+        stats.counts[rec["state"]] += round(float(rec["n"]))
+    return [replace(by_name[n], estimated=marked) for n in sorted(by_name)]
 
 
 def check_job_id(job_id: object) -> int:

@@ -18,7 +18,8 @@ from typing import Any
 from psycopg import Connection, sql
 from psycopg.rows import dict_row, tuple_row
 
-from wai._admin import QueueStats
+from wai._admin import EXACT_COUNT_LIMIT, QueueStats, counts_finished_exactly
+from wai._admin import queue_stats as admin_stats
 from wai._inserts import NewJob, inserted_row
 from wai._instances import RuntimeInstance
 from wai._job import JobRow, JobState
@@ -421,10 +422,26 @@ def queue_drain(conn: Connection[Any], schema: str, queue: str) -> list[int]:
 
 
 def queue_stats(conn: Connection[Any], schema: str) -> list[QueueStats]:
-    """Counts by state, pause flag and lag of every known queue, by name."""
+    """Counts by state, pause flag and lag of every known queue, by name.
+
+    Live counts are exact; finished ones too on a small table, else estimated from the
+    table's statistics (see :func:`wai._admin.counts_finished_exactly`).
+    """
     with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(query("queue_stats", schema))
-        return [QueueStats.from_record(r) for r in cur.fetchall()]
+        cur.execute(query("queue_live_counts", schema))
+        live = cur.fetchall()
+        cur.execute(query("jobs_size_estimate", schema), {"schema": schema})
+        size = cur.fetchone()
+        rows: float | None = size["rows"] if size is not None else None
+        finished: list[dict[str, Any]] = []
+        if rows is not None and rows > EXACT_COUNT_LIMIT:
+            cur.execute(query("queue_finished_estimates", schema), {"schema": schema, "rows": rows})
+            finished = cur.fetchall()
+        exact = counts_finished_exactly(rows, bool(finished))
+        if exact:
+            cur.execute(query("queue_finished_counts", schema))
+            finished = cur.fetchall()
+        return admin_stats(live, finished, estimated=not exact)
 
 
 def runtime_instance_list(conn: Connection[Any], schema: str) -> list[RuntimeInstance]:

@@ -17,7 +17,8 @@ from typing import Any
 from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row, tuple_row
 
-from wai._admin import QueueStats
+from wai._admin import EXACT_COUNT_LIMIT, QueueStats, counts_finished_exactly
+from wai._admin import queue_stats as admin_stats
 from wai._inserts import NewJob, inserted_row
 from wai._instances import RuntimeInstance
 from wai._job import JobRow, JobState
@@ -424,10 +425,28 @@ async def queue_drain(conn: AsyncConnection[Any], schema: str, queue: str) -> li
 
 
 async def queue_stats(conn: AsyncConnection[Any], schema: str) -> list[QueueStats]:
-    """Counts by state, pause flag and lag of every known queue, by name."""
+    """Counts by state, pause flag and lag of every known queue, by name.
+
+    Live counts are exact; finished ones too on a small table, else estimated from the
+    table's statistics (see :func:`wai._admin.counts_finished_exactly`).
+    """
     async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(query("queue_stats", schema))
-        return [QueueStats.from_record(r) for r in await cur.fetchall()]
+        await cur.execute(query("queue_live_counts", schema))
+        live = await cur.fetchall()
+        await cur.execute(query("jobs_size_estimate", schema), {"schema": schema})
+        size = await cur.fetchone()
+        rows: float | None = size["rows"] if size is not None else None
+        finished: list[dict[str, Any]] = []
+        if rows is not None and rows > EXACT_COUNT_LIMIT:
+            await cur.execute(
+                query("queue_finished_estimates", schema), {"schema": schema, "rows": rows}
+            )
+            finished = await cur.fetchall()
+        exact = counts_finished_exactly(rows, bool(finished))
+        if exact:
+            await cur.execute(query("queue_finished_counts", schema))
+            finished = await cur.fetchall()
+        return admin_stats(live, finished, estimated=not exact)
 
 
 async def runtime_instance_list(conn: AsyncConnection[Any], schema: str) -> list[RuntimeInstance]:

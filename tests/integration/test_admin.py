@@ -532,6 +532,57 @@ async def test_queue_stats_counts_every_state(aclient: wai.AsyncClient, admin: A
     assert c.oldest_available_lag == 0.0
 
 
+async def test_queue_stats_estimate_finished_jobs_of_a_large_table(
+    aclient: wai.AsyncClient, admin: Admin
+) -> None:
+    # 60,000 finished jobs: more than EXACT_COUNT_LIMIT, so that after an ANALYZE their
+    # counts come from the (queue, state) statistics; live jobs stay counted exactly.
+    await fetch(
+        aclient,
+        """
+        INSERT INTO wai.jobs (kind, queue, state, attempt, finalized_at)
+        SELECT 'k', CASE WHEN g % 4 = 0 THEN 'small' ELSE 'big' END,
+               (CASE WHEN g % 10 = 0 THEN 'failed' ELSE 'completed' END)::wai.job_state,
+               1, now()
+        FROM generate_series(1, 60000) AS g
+        """,
+    )
+    for state in ("available", "running", "scheduled", "retryable", "waiting_external"):
+        await make(aclient, state, queue="big")
+    exact = {q.name: q for q in await admin("queue_stats")}
+    # Before any ANALYZE there is no statistic to estimate from: everything is counted.
+    assert exact["big"].estimated == ()
+    assert exact["big"].counts["completed"] == 42_000
+    assert exact["big"].counts["failed"] == 3_000
+    assert exact["small"].counts["completed"] == 12_000
+
+    await fetch(aclient, "ANALYZE wai.jobs")
+    await make(aclient, "available", queue="big")  # after the ANALYZE: still counted
+    stats = {q.name: q for q in await admin("queue_stats")}
+
+    big, small = stats["big"], stats["small"]
+    assert big.estimated == small.estimated == ("completed", "failed", "cancelled")
+    assert big.counts["completed"] == pytest.approx(42_000, rel=0.1)
+    assert big.counts["failed"] == pytest.approx(3_000, rel=0.25)
+    assert small.counts["completed"] == pytest.approx(12_000, rel=0.1)
+    assert big.counts["cancelled"] == 0
+    live = {s: big.counts[s] for s in [*WAITING, "running"]}
+    assert live == {"scheduled": 1, "available": 2, "retryable": 1, "waiting_external": 1,
+                    "running": 1}  # fmt: skip
+    assert small.counts["available"] == 0
+
+
+async def test_queue_stats_count_small_tables_exactly_after_analyze(
+    aclient: wai.AsyncClient, admin: Admin
+) -> None:
+    for state in STATES:
+        await make(aclient, state, queue="a")
+    await fetch(aclient, "ANALYZE wai.jobs")
+    (a,) = await admin("queue_stats")
+    assert a.estimated == ()
+    assert a.counts == dict.fromkeys(STATES, 1)
+
+
 # -- hostile parameters ------------------------------------------------------------------------
 
 

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import wai
-from wai._admin import CANCELLABLE_STATES, RETRYABLE_STATES, QueueStats, check_job_id, rejected
+from wai._admin import (
+    CANCELLABLE_STATES,
+    EXACT_COUNT_LIMIT,
+    FINISHED_STATES,
+    RETRYABLE_STATES,
+    QueueStats,
+    check_job_id,
+    counts_finished_exactly,
+    queue_stats,
+    rejected,
+)
 from wai.worker._notifier import parse_cancel
 
 
@@ -55,6 +67,47 @@ def test_queue_stats_fill_missing_states_with_zero() -> None:
     assert stats.total == 4
     assert stats.paused
     assert stats.oldest_available_lag == 1.5
+
+
+def _live(name: str, **counts: int) -> dict[str, Any]:
+    return {"name": name, "counts": counts, "paused": False, "paused_at": None,
+            "oldest_available_lag": 0.0}  # fmt: skip
+
+
+def test_queue_stats_merge_finished_counts_and_mark_estimates() -> None:
+    finished = [
+        {"name": "a", "state": "completed", "n": 1234.6},
+        {"name": "a", "state": "available", "n": 99.0},  # estimates cover live states: ignored
+        {"name": "z", "state": "failed", "n": 3.0},  # a queue with finished jobs only
+    ]
+    stats = queue_stats([_live("a", available=2)], finished, estimated=True)
+    assert [q.name for q in stats] == ["a", "z"]
+    a, z = stats
+    assert a.counts["completed"] == 1235
+    assert a.counts["available"] == 2
+    assert a.estimated == FINISHED_STATES == ("completed", "failed", "cancelled")
+    assert z.counts["failed"] == 3
+    assert z.total == 3
+    assert not z.paused
+    exact = queue_stats([_live("a", available=2)], finished[:1], estimated=False)
+    assert exact[0].estimated == ()
+
+
+@pytest.mark.parametrize(
+    ("rows", "have_estimates", "exact"),
+    [
+        (None, True, True),  # never analyzed: nothing to estimate from
+        (10.0, True, True),
+        (float(EXACT_COUNT_LIMIT), True, True),
+        (EXACT_COUNT_LIMIT + 1.0, True, False),
+        (5e6, True, False),
+        (5e6, False, True),  # statistics not visible to the role: count
+    ],
+)
+def test_finished_jobs_are_counted_on_small_tables_only(
+    rows: float | None, have_estimates: bool, exact: bool
+) -> None:
+    assert counts_finished_exactly(rows, have_estimates) is exact
 
 
 @pytest.mark.parametrize(

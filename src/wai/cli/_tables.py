@@ -128,7 +128,10 @@ def jobs_table(rows: Sequence[JobRow]) -> str:
 
 
 def queues_table(stats: Sequence[QueueStats]) -> str:
-    """The ``wai queues list`` table: counts by state, pause flag and lag per queue."""
+    """The ``wai queues list`` table: counts by state, pause flag and lag per queue.
+
+    An estimated count (finished jobs on a large table) reads ``~N``.
+    """
     states = [s.value for s in JobState]
     headers = [
         "QUEUE",
@@ -142,7 +145,7 @@ def queues_table(stats: Sequence[QueueStats]) -> str:
             [
                 q.name,
                 "yes" if q.paused else "no",
-                *(q.counts[s] for s in states),
+                *(f"~{q.counts[s]}" if s in q.estimated else q.counts[s] for s in states),
                 duration(q.oldest_available_lag),
             ]
             for q in stats

@@ -146,20 +146,30 @@ stopped AS (
 -- Always true: counting a SELECT CTE runs it whole; one never read would send no NOTIFY.
 SELECT id FROM drained WHERE (SELECT count(*) FROM stopped) >= 0;
 
--- name: queue_stats :many
--- Per queue: job counts by state, the pause flag, and how long the oldest available job
--- has been due. Queues are those with jobs plus those in the queues table.
-WITH counts AS (
-    SELECT queue, state, count(*) AS n,
-           min(run_at) FILTER (WHERE state = 'available') AS oldest_available
-    FROM {schema}.jobs
-    GROUP BY queue, state
+-- name: queue_live_counts :many
+-- Per queue: exact counts of the jobs that are not finished, by state, with how long the
+-- oldest available job has been due, and the queue's pause flag. One branch per partial
+-- index (the claim, running, due and waiting indexes), so only live rows are read however
+-- much finished history the table holds. Queues are those with live jobs plus those in
+-- the queues table.
+WITH live AS (
+    SELECT queue, 'available' AS state, count(*) AS n, min(run_at) AS oldest_available
+    FROM {schema}.jobs WHERE state = 'available' GROUP BY queue
+    UNION ALL
+    SELECT queue, 'running', count(*), NULL FROM {schema}.jobs
+    WHERE state = 'running' GROUP BY queue
+    UNION ALL
+    SELECT queue, state::text, count(*), NULL FROM {schema}.jobs
+    WHERE state IN ('scheduled', 'retryable') GROUP BY queue, state
+    UNION ALL
+    SELECT queue, 'waiting_external', count(*), NULL FROM {schema}.jobs
+    WHERE state = 'waiting_external' GROUP BY queue
 ),
 per_queue AS (
     SELECT queue AS name,
-           jsonb_object_agg(state::text, n) AS counts,
+           jsonb_object_agg(state, n) AS counts,
            min(oldest_available) AS oldest_available
-    FROM counts
+    FROM live
     GROUP BY queue
 )
 SELECT coalesce(p.name, q.name) AS name,
@@ -169,5 +179,37 @@ SELECT coalesce(p.name, q.name) AS name,
        coalesce(greatest(extract(epoch FROM now() - p.oldest_available), 0), 0)::float8
            AS oldest_available_lag
 FROM per_queue AS p
-FULL JOIN {schema}.queues AS q ON q.name = p.name
-ORDER BY 1;
+FULL JOIN {schema}.queues AS q ON q.name = p.name;
+
+-- name: jobs_size_estimate :one
+-- How many rows the jobs table holds by the planner's reckoning: its density at the last
+-- VACUUM or ANALYZE times its size now (NULL before the first). Reads no row of the table.
+SELECT CASE WHEN c.reltuples < 0 OR c.relpages = 0 THEN NULL
+            ELSE c.reltuples / c.relpages
+                 * (pg_relation_size(c.oid) / current_setting('block_size')::int)
+       END::float8 AS rows
+FROM pg_class AS c
+JOIN pg_namespace AS n ON n.oid = c.relnamespace
+WHERE n.nspname = %(schema)s AND c.relname = 'jobs';
+
+-- name: queue_finished_counts :many
+-- Exact counts of finished jobs per queue and state: a scan of the table, used only while
+-- it is small (wai._admin.EXACT_COUNT_LIMIT).
+SELECT queue AS name, state::text AS state, count(*)::float8 AS n
+FROM {schema}.jobs
+WHERE state IN ('completed', 'failed', 'cancelled')
+GROUP BY queue, state;
+
+-- name: queue_finished_estimates :many
+-- Estimated counts of jobs per queue and state, from the (queue, state) statistics of the
+-- last ANALYZE: each pair's share of the table times its estimated size now. Pairs too rare
+-- for the statistics' sample are missing (counted 0). No row: no statistics yet, or the
+-- role may not see them (pg_stats_ext shows only the statistics of tables it owns).
+SELECT m.vals[i][1] AS name, m.vals[i][2] AS state, m.freqs[i] * %(rows)s::float8 AS n
+FROM (
+    SELECT s.most_common_vals AS vals, s.most_common_freqs AS freqs
+    FROM pg_stats_ext AS s
+    WHERE s.statistics_schemaname = %(schema)s AND s.statistics_name = 'jobs_queue_state'
+      AND s.most_common_vals IS NOT NULL
+) AS m,
+LATERAL generate_subscripts(m.freqs, 1) AS i;

@@ -19,7 +19,7 @@ async function load() {
   ]);
   // A queue whose only jobs are dead letters has no row in the queue stats: give it one.
   const known = new Set(queues.items.map((q) => q.name));
-  const empty = { counts: {}, total: 0, paused: false, paused_at: null, oldest_available_lag: null };
+  const empty = { counts: {}, estimated: [], total: 0, paused: false, paused_at: null, oldest_available_lag: null };
   const rows = [...queues.items, ...Object.keys(dlq.queues).filter((n) => !known.has(n)).map((name) => ({ ...empty, name }))];
   rows.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return { queues: rows, dlq, outbox, instances };
@@ -31,6 +31,7 @@ function depth(queue) {
 
 function cards(data) {
   const total = (state) => data.queues.reduce((sum, q) => sum + (q.counts[state] || 0), 0);
+  const approx = (state) => data.queues.some((q) => (q.estimated || []).includes(state));
   const waiting = total("available") + total("scheduled") + total("retryable");
   const leader = data.instances.items.find((i) => i.leader);
   const unhealthy = data.instances.items.filter((i) => !i.healthy).length;
@@ -39,7 +40,7 @@ function cards(data) {
     { class: "cards" },
     card("Waiting", num(waiting), { sub: `${num(total("available"))} available now`, href: href("jobs", { state: "available" }) }),
     card("Running", num(total("running")), { sub: `${num(total("waiting_external"))} waiting on callbacks`, href: href("jobs", { state: "running" }) }),
-    card("Failed", num(total("failed")), { tone: total("failed") ? "danger" : null, href: href("jobs", { state: "failed" }) }),
+    card("Failed", `${approx("failed") ? "≈ " : ""}${num(total("failed"))}`, { tone: total("failed") ? "danger" : null, href: href("jobs", { state: "failed" }) }),
     card("Dead letters", num(data.dlq.total), { tone: data.dlq.total ? "warn" : null, href: href("dlq") }),
     card("Outbox", `${num(data.outbox.pending)} pending`, {
       sub: `${num(data.outbox.failed)} failed`,
@@ -70,7 +71,11 @@ function charts(data, host) {
       section("Depth by queue", depthBox, legend(LIVE_STATES, (s) => stateClass(s), stateLabel)),
       section("Oldest available job, by queue", lagBox, h("p", { class: "muted small" }, "How long the oldest available job of each queue has waited for a worker.")),
     ),
-    section("All jobs by state", stateBox),
+    section(
+      "All jobs by state",
+      stateBox,
+      data.queues.some((q) => (q.estimated || []).length) ? h("p", { class: "muted small" }, "Finished jobs (completed, failed, cancelled) are counted by estimate on a large table.") : "",
+    ),
   );
   // Drawn once the boxes are in the page: the charts take the width they are given.
   depthBox.append(stackedBars(depthBox, { rows, keys: LIVE_STATES, classOf: stateClass, labelOf: stateLabel, ariaLabel: "Jobs waiting or running, per queue and state" }));

@@ -37,6 +37,17 @@ function actions(queue, ctx) {
   return h("div", { class: "row-actions" }, toggle, drain);
 }
 
+// Counts of finished jobs are estimates on a large table (the API lists them in `estimated`).
+function count(queue, state) {
+  const n = queue.counts[state];
+  const approx = queue.estimated.includes(state);
+  const text = `${approx ? "≈ " : ""}${num(n)}`;
+  if (!n) return h("span", { class: "muted" }, text);
+  const cell = link(href("jobs", { queue: queue.name, state }), text);
+  if (approx) cell.title = "an estimate from the table's statistics";
+  return cell;
+}
+
 /** Render the queues page. */
 export async function render(root, ctx) {
   const { items } = await get("queues");
@@ -52,15 +63,18 @@ export async function render(root, ctx) {
           ...STATES.map((s) => ({
             label: stateLabel(s),
             class: "num",
-            cell: (q) => (q.counts[s] ? link(href("jobs", { queue: q.name, state: s }), num(q.counts[s])) : h("span", { class: "muted" }, "0")),
+            cell: (q) => count(q, s),
           })),
-          { label: "Total", class: "num", cell: (q) => h("strong", {}, num(q.total)) },
+          { label: "Total", class: "num", cell: (q) => h("strong", {}, `${q.estimated.length ? "≈ " : ""}${num(q.total)}`) },
           { label: "Lag", class: "num", cell: (q) => (q.oldest_available_lag ? duration(q.oldest_available_lag) : "—") },
           { label: "Actions", cell: (q) => actions(q, ctx) },
         ],
         items,
         { empty: "No queue has jobs or was paused yet." },
       ),
+      items.some((q) => q.estimated.length)
+        ? h("p", { class: "muted small" }, "≈: counts of finished jobs are estimated from PostgreSQL's statistics of the jobs table, so that this page stays fast over millions of them; counts of unfinished jobs are exact.")
+        : "",
     ),
   );
 }
