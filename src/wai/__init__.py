@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from wai import bridge, events
-from wai._admin import QueueStats
+from wai._admin import QueueDepth, QueueStats
 from wai._client_base import Transaction
 from wai._client_base_async import AsyncTransaction
 from wai._context import Job
@@ -65,6 +65,7 @@ __all__ = [
     "OutboxRowNotFound",
     "OutboxStats",
     "QueueConfig",
+    "QueueDepth",
     "QueueStats",
     "RescueReason",
     "RetryAfter",

@@ -14,7 +14,9 @@ __all__ = [
     "DRAINED_STATES",
     "EXACT_COUNT_LIMIT",
     "FINISHED_STATES",
+    "LIVE_STATES",
     "RETRYABLE_STATES",
+    "QueueDepth",
     "QueueStats",
     "check_job_id",
     "counts_finished_exactly",
@@ -85,6 +87,42 @@ class QueueStats:
             paused=bool(rec["paused"]),
             paused_at=rec["paused_at"],
             counts={s.value: int(found.get(s.value, 0)) for s in JobState},
+            oldest_available_lag=float(rec["oldest_available_lag"] or 0.0),
+        )
+
+
+#: The states a queue's depth counts: the jobs not finished.
+LIVE_STATES = tuple(s.value for s in JobState if not s.is_terminal)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueDepth:
+    """One sample of a queue's depth, as the maintenance leader recorded it at ``at``.
+
+    ``counts`` maps every unfinished state (scheduled, available, running, retryable,
+    waiting_external) to its exact number of jobs then; ``oldest_available_lag`` is the
+    seconds the oldest available job had been due (0.0 when none was available). See
+    :meth:`wai.AsyncClient.queue_depth_history`.
+    """
+
+    at: datetime
+    queue: str
+    counts: dict[str, int]
+    oldest_available_lag: float
+
+    @property
+    def depth(self) -> int:
+        """Jobs of the queue not finished at ``at``."""
+        return sum(self.counts.values())
+
+    @classmethod
+    def from_record(cls, rec: dict[str, Any]) -> QueueDepth:
+        """Build a sample from a ``queue_depth`` row; missing states count 0."""
+        found: dict[str, Any] = rec["counts"] or {}
+        return cls(
+            at=rec["at"],
+            queue=rec["queue"],
+            counts={s: int(found.get(s, 0)) for s in LIVE_STATES},
             oldest_available_lag=float(rec["oldest_available_lag"] or 0.0),
         )
 

@@ -15,7 +15,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
 from wai import _inserts_db_async as inserts_db
-from wai._admin import QueueStats, check_filter_id, check_job_id
+from wai._admin import QueueDepth, QueueStats, check_filter_id, check_job_id
 from wai._connect import CONNECT_TIMEOUT, unreachable
 from wai._context import Job
 from wai._inserts import EnqueueRequest, NewJob, build_args_job, build_job, validate_queue
@@ -824,10 +824,30 @@ class AsyncClientBase:
                 return await transitions.drain_queue(conn, self.schema, name)
 
     async def queue_stats(self) -> list[QueueStats]:
-        """One :class:`wai.QueueStats` per queue that has jobs or was paused, by name."""
+        """One :class:`wai.QueueStats` per queue that has jobs or was paused, by name.
+
+        Counts of unfinished jobs are exact; on a jobs table of more than 50,000 rows,
+        those of finished jobs are estimates (see :class:`wai.QueueStats`).
+        """
         async with self._connection() as conn:
             with translate_errors(self.schema):
                 return await db.queue_stats(conn, self.schema)
+
+    async def queue_depth_history(
+        self, *, minutes: int = 60, queue: str | None = None
+    ) -> list[QueueDepth]:
+        """The depth samples of the last ``minutes`` (1 to 1440), oldest first.
+
+        The maintenance leader records one :class:`wai.QueueDepth` per queue every
+        ``depth_interval`` seconds (15 by default) and keeps a day of them; ``queue``
+        keeps one queue's. Empty when no process has run maintenance in that time.
+        """
+        minutes = check_int("minutes", minutes, 1, 1440)
+        if queue is not None:
+            validate_queue(queue)
+        async with self._connection() as conn:
+            with translate_errors(self.schema):
+                return await db.queue_depth_history(conn, self.schema, minutes=minutes, queue=queue)
 
     async def list_runtime_instances(self) -> list[RuntimeInstance]:
         """The live worker and maintenance processes, as they last recorded themselves.

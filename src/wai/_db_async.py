@@ -17,7 +17,7 @@ from typing import Any
 from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row, tuple_row
 
-from wai._admin import EXACT_COUNT_LIMIT, QueueStats, counts_finished_exactly
+from wai._admin import EXACT_COUNT_LIMIT, QueueDepth, QueueStats, counts_finished_exactly
 from wai._admin import queue_stats as admin_stats
 from wai._inserts import NewJob, inserted_row
 from wai._instances import RuntimeInstance
@@ -42,7 +42,9 @@ __all__ = [
     "job_retry",
     "migrate_applied",
     "migrate_apply",
+    "queue_depth_history",
     "queue_drain",
+    "queue_live_counts",
     "queue_pause",
     "queue_resume",
     "queue_stats",
@@ -424,15 +426,36 @@ async def queue_drain(conn: AsyncConnection[Any], schema: str, queue: str) -> li
     return [r[0] for r in await cur.fetchall()]
 
 
+async def queue_live_counts(conn: AsyncConnection[Any], schema: str) -> list[dict[str, Any]]:
+    """Per known queue: exact counts of its unfinished jobs by state, pause flag and lag.
+
+    Records with ``name``, ``counts`` (only the states that have jobs), ``paused``,
+    ``paused_at`` and ``oldest_available_lag``; reads live rows only.
+    """
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(query("queue_live_counts", schema))
+        return await cur.fetchall()
+
+
+async def queue_depth_history(
+    conn: AsyncConnection[Any], schema: str, *, minutes: int, queue: str | None
+) -> list[QueueDepth]:
+    """The depth samples of the last ``minutes``, oldest first."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
+            query("queue_depth_history", schema), {"minutes": minutes, "queue": queue}
+        )
+        return [QueueDepth.from_record(r) for r in await cur.fetchall()]
+
+
 async def queue_stats(conn: AsyncConnection[Any], schema: str) -> list[QueueStats]:
     """Counts by state, pause flag and lag of every known queue, by name.
 
     Live counts are exact; finished ones too on a small table, else estimated from the
     table's statistics (see :func:`wai._admin.counts_finished_exactly`).
     """
+    live = await queue_live_counts(conn, schema)
     async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(query("queue_live_counts", schema))
-        live = await cur.fetchall()
         await cur.execute(query("jobs_size_estimate", schema), {"schema": schema})
         size = await cur.fetchone()
         rows: float | None = size["rows"] if size is not None else None

@@ -27,6 +27,7 @@ from tests.factories import HOSTILE
 from tests.integration._helpers import Work, fetch
 from tests.integration.test_admin import STATES, make
 from tests.integration.test_dlq import dead
+from wai.maintenance import DepthSampler
 from wai.web import create_app
 from wai.web._openapi import document
 from wai.web._routes import ROUTES
@@ -433,6 +434,23 @@ async def test_queues_stats_pause_resume_drain(
     assert conforms(drained, "POST", "/queues/{name}/drain") == {"queue": "q", "cancelled": 2}
     [q] = conforms(await api.get(f"{API}/queues"), "GET", "/queues")["items"]
     assert (q["counts"]["cancelled"], q["counts"]["running"]) == (2, 1)
+
+
+async def test_depth_history(aclient: wai.AsyncClient, api: httpx.AsyncClient) -> None:
+    assert conforms(await api.get(f"{API}/stats/depth"), "GET", "/stats/depth") == {"items": []}
+    for state in ("available", "running"):
+        await make(aclient, state)
+    await make(aclient, "available", queue="other")
+    await DepthSampler(aclient.pool, aclient.schema, interval=15).run_once()
+
+    body = conforms(await api.get(f"{API}/stats/depth"), "GET", "/stats/depth")
+    assert [(i["queue"], i["depth"]) for i in body["items"]] == [("other", 1), ("q", 2)]
+    assert body["items"][1]["counts"] == {"scheduled": 0, "available": 1, "running": 1,
+                                          "retryable": 0, "waiting_external": 0}  # fmt: skip
+    only = await api.get(f"{API}/stats/depth", params={"queue": "q", "minutes": 5})
+    assert [i["queue"] for i in conforms(only, "GET", "/stats/depth")["items"]] == ["q"]
+    for params in ({"minutes": 0}, {"minutes": 1441}, {"minutes": "x"}, {"queue": "a b"}):
+        refused(await api.get(f"{API}/stats/depth", params=params), 400)
 
 
 # -- dead-letter queue ------------------------------------------------------------------------

@@ -39,6 +39,7 @@ EXPECTED = {
     "OutboxRowNotFound",
     "OutboxStats",
     "QueueConfig",
+    "QueueDepth",
     "QueueStats",
     "RescueReason",
     "RetryAfter",

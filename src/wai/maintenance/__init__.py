@@ -1,4 +1,5 @@
-"""Leader-elected maintenance: promotion, rescue, cleanup, aging, cron, statistics, records."""
+"""Leader-elected maintenance: promotion, rescue, cleanup, aging, cron, statistics, records,
+depth samples."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from wai.maintenance.aging import Aging, AgingResult
 from wai.maintenance.analyzer import Analyzer, AnalyzerResult
 from wai.maintenance.cleaner import Cleaner, CleanerResult
 from wai.maintenance.cron import CronFirer, CronResult
+from wai.maintenance.depth import DepthResult, DepthSampler
 from wai.maintenance.outbox import OutboxSweeper, SweepResult
 from wai.maintenance.promoter import Promoter, PromoterResult
 from wai.maintenance.reaper import InstanceReaper, InstanceReaperResult
@@ -22,6 +24,8 @@ __all__ = [
     "CleanerResult",
     "CronFirer",
     "CronResult",
+    "DepthResult",
+    "DepthSampler",
     "Elector",
     "InstanceReaper",
     "InstanceReaperResult",

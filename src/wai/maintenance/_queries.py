@@ -11,11 +11,14 @@ from datetime import datetime
 from typing import Any
 
 from psycopg import AsyncConnection
+from psycopg.types.json import Jsonb
 
 from wai._db_async import channel
 from wai._sql import query, validate_schema
 
 __all__ = [
+    "depth_delete_old",
+    "depth_record",
     "job_age_priority",
     "job_delete_finalized",
     "job_promote_due",
@@ -111,3 +114,22 @@ async def job_age_priority(conn: AsyncConnection[Any], schema: str, limit: int) 
     """Raise the priority of long-waiting jobs of aging queues; returns counts per queue."""
     cur = await conn.execute(query("job_age_priority", schema), {"limit": limit})
     return {r[0]: r[1] for r in await cur.fetchall()}
+
+
+async def depth_record(conn: AsyncConnection[Any], schema: str, live: list[dict[str, Any]]) -> None:
+    """Store one depth sample: each record's ``name``, ``counts`` and ``oldest_available_lag``."""
+    await conn.execute(
+        query("depth_record", schema),
+        {
+            "queue": [r["name"] for r in live],
+            "counts": [Jsonb(r["counts"]) for r in live],
+            "lag": [float(r["oldest_available_lag"]) for r in live],
+        },
+    )
+
+
+async def depth_delete_old(conn: AsyncConnection[Any], schema: str, retention: float) -> int:
+    """Delete depth samples older than ``retention`` seconds; returns how many."""
+    cur = await conn.execute(query("depth_delete_old", schema), {"retention": retention})
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0

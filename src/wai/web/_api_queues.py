@@ -4,15 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from wai.web._encode import QUEUE_STATS
+from wai.web._encode import QUEUE_DEPTH, QUEUE_STATS
 from wai.web._endpoint import Call
 
-__all__ = ["drain_queue", "list_queues", "pause_queue", "resume_queue"]
+__all__ = ["depth_history", "drain_queue", "list_queues", "pause_queue", "resume_queue"]
 
 
 async def list_queues(call: Call) -> dict[str, Any]:
     """Every queue that has jobs or was paused, by name, with its counts by state and lag."""
     return {"items": [QUEUE_STATS.encode(q) for q in await call.client.queue_stats()]}
+
+
+async def depth_history(call: Call) -> dict[str, Any]:
+    """The depth samples of the last minutes, oldest first."""
+    samples = await call.client.queue_depth_history(
+        minutes=call.args["minutes"], queue=call.args["queue"]
+    )
+    return {"items": [QUEUE_DEPTH.encode(d) for d in samples]}
 
 
 async def pause_queue(call: Call) -> dict[str, Any]:

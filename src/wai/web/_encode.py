@@ -17,7 +17,7 @@ from typing import Any, Final, Generic, TypeVar
 
 import orjson
 
-from wai._admin import QueueStats
+from wai._admin import QueueDepth, QueueStats
 from wai._instances import RuntimeInstance
 from wai._job import JobRow, Trigger
 from wai._jsonable import jsonable
@@ -37,6 +37,7 @@ __all__ = [
     "LINEAGE",
     "OUTBOX_ENTRY",
     "OUTBOX_STATS",
+    "QUEUE_DEPTH",
     "QUEUE_STATS",
     "RESPONSE_HEADERS",
     "RUNTIME_INSTANCE",
@@ -91,6 +92,11 @@ QUEUE_STATS: Final = View(
     "QueueStats",
     QueueStats,
     (Extra[QueueStats]("total", lambda q: q.total, {"type": "integer"}),),
+)
+QUEUE_DEPTH: Final = View(
+    "QueueDepth",
+    QueueDepth,
+    (Extra[QueueDepth]("depth", lambda d: d.depth, {"type": "integer"}),),
 )
 DLQ_ENTRY: Final = View(
     "DlqEntry",
@@ -157,6 +163,7 @@ VIEWS: Final[tuple[View[Any], ...]] = (
     JOB,
     TRIGGER,
     QUEUE_STATS,
+    QUEUE_DEPTH,
     DLQ_ENTRY,
     SCHEDULE,
     OUTBOX_ENTRY,

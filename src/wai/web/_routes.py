@@ -271,6 +271,29 @@ ROUTES: Final[tuple[Endpoint, ...]] = (
         response=_object(queue={"type": "string"}, cancelled=_INTEGER),
         mutates=True,
     ),
+    Endpoint(
+        method="GET",
+        path="/stats/depth",
+        operation_id="queueDepthHistory",
+        tag="queues",
+        summary="Every queue's depth and lag over the last minutes",
+        description="The samples the maintenance leader records every `depth_interval` "
+        "(15 s by default), oldest first: per queue, its unfinished jobs by state and the "
+        "lag of its oldest available job. A queue absent from a sample had no unfinished "
+        "job then. Empty when no process ran maintenance in that time.",
+        calls="queue_depth_history",
+        handler=queues.depth_history,
+        query=(
+            Param(
+                name="minutes",
+                type=Integer(1, 1440),
+                default=60,
+                description="how far back, in minutes",
+            ),
+            _queue("queue", "only this queue's samples"),
+        ),
+        response=_items("QueueDepth"),
+    ),
     # dead-letter queue
     Endpoint(
         method="GET",

@@ -22,6 +22,7 @@ from wai.maintenance import (
     Analyzer,
     Cleaner,
     CronFirer,
+    DepthSampler,
     Elector,
     InstanceReaper,
     OutboxSweeper,
@@ -262,6 +263,9 @@ class Runtime:
             Aging(self.client.pool, self.client.schema, interval=self.settings.aging_interval),
             CronFirer(self.client.pool, self.client.schema, interval=self.settings.cron_interval),
             Analyzer(self.client.pool, self.client.schema, interval=self.settings.analyze_interval),
+            DepthSampler(
+                self.client.pool, self.client.schema, interval=self.settings.depth_interval
+            ),
             InstanceReaper(
                 self.client.pool,
                 self.client.schema,

@@ -43,7 +43,9 @@ class RuntimeSettings:
     queue sets its own. *cron_interval*: how often the leader fires due periodic
     schedules. *analyze_interval*: how often the leader checks whether the jobs
     table changed enough since its last ANALYZE to need another (see
-    :class:`wai.maintenance.Analyzer`).
+    :class:`wai.maintenance.Analyzer`). *depth_interval*: how often the leader
+    samples every queue's depth and lag for the dashboard's charts (see
+    :class:`wai.maintenance.DepthSampler`).
     """
 
     poll_interval: float = 1.0
@@ -73,6 +75,7 @@ class RuntimeSettings:
     dlq_retention: float = 30 * 24 * 3600.0
     cron_interval: float = 1.0
     analyze_interval: float = 30.0
+    depth_interval: float = 15.0
 
     def __post_init__(self) -> None:
         for name in (
@@ -93,6 +96,7 @@ class RuntimeSettings:
             "dlq_retention",
             "cron_interval",
             "analyze_interval",
+            "depth_interval",
         ):
             value = getattr(self, name)
             if (

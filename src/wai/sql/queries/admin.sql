@@ -213,3 +213,11 @@ FROM (
       AND s.most_common_vals IS NOT NULL
 ) AS m,
 LATERAL generate_subscripts(m.freqs, 1) AS i;
+
+-- name: queue_depth_history :many
+-- The depth samples of the last %(minutes)s minutes, oldest first (optionally one queue's).
+SELECT at, queue, counts, oldest_available_lag
+FROM {schema}.queue_depth
+WHERE at >= now() - make_interval(mins => %(minutes)s::int)
+  AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+ORDER BY at, queue;

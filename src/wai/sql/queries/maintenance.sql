@@ -196,3 +196,19 @@ ANALYZE {schema}.jobs;
 INSERT INTO {schema}.followup_specs AS f (kind, outcome)
 SELECT * FROM unnest(%(kind)s::text[], %(outcome)s::text[])
 ON CONFLICT (kind, outcome) DO UPDATE SET last_seen_at = now();
+
+-- name: depth_record :exec
+-- One depth sample: the live counts and lag of every queue, all stamped with the same time.
+INSERT INTO {schema}.queue_depth (at, queue, counts, oldest_available_lag)
+SELECT now(), q.queue, q.counts, q.lag
+FROM unnest(%(queue)s::text[], %(counts)s::jsonb[], %(lag)s::float8[]) AS q(queue, counts, lag)
+ON CONFLICT (at, queue) DO NOTHING;
+
+-- name: depth_delete_old :one
+-- Forget depth samples older than the retention; returns how many went.
+WITH gone AS (
+    DELETE FROM {schema}.queue_depth
+    WHERE at < now() - make_interval(secs => %(retention)s::float8)
+    RETURNING 1
+)
+SELECT count(*) FROM gone;
