@@ -209,7 +209,9 @@ async def test_interrupt_records_running_attempts_as_retryable_at_once(
             gate.wait(60)  # a thread cannot be interrupted: its late result is fenced
 
     try:
-        async with serving(aclient, shutdown_timeout=300):
+        # No maintenance: its promoter would make the retryable job (due at once) available
+        # before the shutdown ends, whenever the machine is slow.
+        async with serving(aclient, shutdown_timeout=300, maintenance=False):
             row = await aclient.insert(Work(n=1))
             await wait_gate(started)
             runtime = aclient._runtime  # pyright: ignore[reportPrivateUsage]
