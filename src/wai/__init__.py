@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from wai import bridge, events
-from wai._admin import QueueDepth, QueueStats
+from wai._admin import QueueDepth, QueueStats, ThroughputMinute
 from wai._client_base import Transaction
 from wai._client_base_async import AsyncTransaction
 from wai._context import Job
@@ -77,6 +77,7 @@ __all__ = [
     "Snooze",
     "StaleAttempt",
     "TerminalError",
+    "ThroughputMinute",
     "Transaction",
     "Trigger",
     "UniqueConflict",

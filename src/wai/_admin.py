@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from wai._job import JobState
+from wai._tally import EVENTS
 from wai.errors import InvalidStateError, JobNotFound, ValidationError
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "RETRYABLE_STATES",
     "QueueDepth",
     "QueueStats",
+    "ThroughputMinute",
     "check_job_id",
     "counts_finished_exactly",
     "queue_stats",
@@ -125,6 +127,27 @@ class QueueDepth:
             counts={s: int(found.get(s, 0)) for s in LIVE_STATES},
             oldest_available_lag=float(rec["oldest_available_lag"] or 0.0),
         )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThroughputMinute:
+    """What workers did in one minute: ``counts`` maps each counted event to how many.
+
+    The events (every key present, 0 when none): ``completed``; ``retried`` (the
+    attempt failed and the job will run again); ``failed`` (no attempt left, or a
+    terminal error); ``cancelled`` (by its handler); ``snoozed``; ``parked`` (waiting
+    for a callback); ``rescued`` (a crashed or overdue attempt recovered by the
+    maintenance leader). See :meth:`wai.AsyncClient.throughput`.
+    """
+
+    minute: datetime
+    counts: dict[str, int]
+
+    @classmethod
+    def from_record(cls, rec: dict[str, Any]) -> ThroughputMinute:
+        """Build a minute from a ``throughput_history`` row; missing events count 0."""
+        found: dict[str, Any] = rec["counts"] or {}
+        return cls(minute=rec["minute"], counts={e: int(found.get(e, 0)) for e in EVENTS})
 
 
 def counts_finished_exactly(table_rows: float | None, have_estimates: bool) -> bool:

@@ -15,7 +15,13 @@ from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
 from wai import _inserts_db_async as inserts_db
-from wai._admin import QueueDepth, QueueStats, check_filter_id, check_job_id
+from wai._admin import (
+    QueueDepth,
+    QueueStats,
+    ThroughputMinute,
+    check_filter_id,
+    check_job_id,
+)
 from wai._connect import CONNECT_TIMEOUT, unreachable
 from wai._context import Job
 from wai._inserts import EnqueueRequest, NewJob, build_args_job, build_job, validate_queue
@@ -848,6 +854,31 @@ class AsyncClientBase:
         async with self._connection() as conn:
             with translate_errors(self.schema):
                 return await db.queue_depth_history(conn, self.schema, minutes=minutes, queue=queue)
+
+    async def throughput(
+        self, *, minutes: int = 60, queue: str | None = None, kind: str | None = None
+    ) -> list[ThroughputMinute]:
+        """What workers did per minute over the last ``minutes`` (1 to 1440), oldest first.
+
+        One :class:`wai.ThroughputMinute` for every minute of the window, the current
+        one included (counts 0 where nothing happened), summed over every queue and kind
+        unless ``queue`` or ``kind`` is given. Each worker process counts its committed
+        outcomes (and its maintenance's rescues) in memory and adds them to the database
+        every ``throughput_interval`` seconds (5 by default), so the current minute fills
+        in as it goes, and a process that crashes loses the counts of its last seconds.
+        The counts are kept a day. Operator actions (cancel, retry, drain) and callback
+        resolutions made by a process that runs no worker are not counted.
+        """
+        minutes = check_int("minutes", minutes, 1, 1440)
+        if queue is not None:
+            validate_queue(queue)
+        if kind is not None:
+            check_text(kind, "kind")
+        async with self._connection() as conn:
+            with translate_errors(self.schema):
+                return await db.throughput_history(
+                    conn, self.schema, minutes=minutes, queue=queue, kind=kind
+                )
 
     async def list_runtime_instances(self) -> list[RuntimeInstance]:
         """The live worker and maintenance processes, as they last recorded themselves.

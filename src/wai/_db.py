@@ -18,7 +18,13 @@ from typing import Any
 from psycopg import Connection, sql
 from psycopg.rows import dict_row, tuple_row
 
-from wai._admin import EXACT_COUNT_LIMIT, QueueDepth, QueueStats, counts_finished_exactly
+from wai._admin import (
+    EXACT_COUNT_LIMIT,
+    QueueDepth,
+    QueueStats,
+    ThroughputMinute,
+    counts_finished_exactly,
+)
 from wai._admin import queue_stats as admin_stats
 from wai._inserts import NewJob, inserted_row
 from wai._instances import RuntimeInstance
@@ -50,6 +56,7 @@ __all__ = [
     "queue_resume",
     "queue_stats",
     "runtime_instance_list",
+    "throughput_history",
     "unless_all",
 ]
 
@@ -441,6 +448,17 @@ def queue_depth_history(
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(query("queue_depth_history", schema), {"minutes": minutes, "queue": queue})
         return [QueueDepth.from_record(r) for r in cur.fetchall()]
+
+
+def throughput_history(
+    conn: Connection[Any], schema: str, *, minutes: int, queue: str | None, kind: str | None
+) -> list[ThroughputMinute]:
+    """Counts by event for every minute of the last ``minutes``, oldest first."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(
+            query("throughput_history", schema), {"minutes": minutes, "queue": queue, "kind": kind}
+        )
+        return [ThroughputMinute.from_record(r) for r in cur.fetchall()]
 
 
 def queue_stats(conn: Connection[Any], schema: str) -> list[QueueStats]:

@@ -17,7 +17,13 @@ from typing import Any
 from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row, tuple_row
 
-from wai._admin import EXACT_COUNT_LIMIT, QueueDepth, QueueStats, counts_finished_exactly
+from wai._admin import (
+    EXACT_COUNT_LIMIT,
+    QueueDepth,
+    QueueStats,
+    ThroughputMinute,
+    counts_finished_exactly,
+)
 from wai._admin import queue_stats as admin_stats
 from wai._inserts import NewJob, inserted_row
 from wai._instances import RuntimeInstance
@@ -49,6 +55,7 @@ __all__ = [
     "queue_resume",
     "queue_stats",
     "runtime_instance_list",
+    "throughput_history",
     "unless_all",
 ]
 
@@ -446,6 +453,17 @@ async def queue_depth_history(
             query("queue_depth_history", schema), {"minutes": minutes, "queue": queue}
         )
         return [QueueDepth.from_record(r) for r in await cur.fetchall()]
+
+
+async def throughput_history(
+    conn: AsyncConnection[Any], schema: str, *, minutes: int, queue: str | None, kind: str | None
+) -> list[ThroughputMinute]:
+    """Counts by event for every minute of the last ``minutes``, oldest first."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
+            query("throughput_history", schema), {"minutes": minutes, "queue": queue, "kind": kind}
+        )
+        return [ThroughputMinute.from_record(r) for r in await cur.fetchall()]
 
 
 async def queue_stats(conn: AsyncConnection[Any], schema: str) -> list[QueueStats]:

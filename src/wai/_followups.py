@@ -169,13 +169,15 @@ class FollowUpPlan:
 class Applied:
     """What one application of outcomes committed.
 
-    ``rows`` are the post-transition rows that changed (stale attempts are absent),
-    ``rejected`` the outcomes rolled back
+    ``rows`` are the post-transition rows that changed (stale attempts are absent; empty
+    when the batch was written without reading rows back), ``written`` the ids of every
+    job whose outcome was written (in both cases), ``rejected`` the outcomes rolled back
     because a follow-up spec failed, each with the error naming the spec, and
     ``dead_lettered`` the failed jobs moved to the dead-letter queue, with reason.
     """
 
     rows: list[JobRow] = field(default_factory=list[JobRow])
+    written: set[int] = field(default_factory=set[int])
     rejected: list[tuple[Outcome, FollowUpError]] = field(
         default_factory=list[tuple[Outcome, FollowUpError]]
     )
@@ -184,6 +186,7 @@ class Applied:
     def merge(self, other: Applied) -> None:
         """Add what ``other``, applied after this, committed and rejected."""
         self.rows.extend(other.rows)
+        self.written |= other.written
         self.rejected.extend(other.rejected)
         self.dead_lettered.update(other.dead_lettered)
 

@@ -46,7 +46,7 @@ class AsyncClient(AsyncClientBase):
         ``heartbeat_interval``, ``heartbeat_staleness``, ``rescue_interval``,
         ``promote_interval``, ``election_interval``, ``record_interval``,
         ``cleanup_interval``, ``aging_interval``, ``cron_interval``,
-        ``analyze_interval``, ``depth_interval``, and the
+        ``analyze_interval``, ``depth_interval``, ``throughput_interval``, and the
         retention defaults ``completed_retention``, ``failed_retention``,
         ``cancelled_retention``, ``outbox_retention`` (orphaned outbox rows
         only), ``dlq_retention``, and ``outbox_max_attempts`` (failed dispatches
@@ -151,6 +151,8 @@ class AsyncClient(AsyncClientBase):
         runtime = self._runtime
         if runtime is not None and not runtime.stopped and resolved.outcome is not None:
             runtime.hooks.resolved(resolved.outcome, resolved.row)
+            if runtime.throughput is not None:
+                runtime.throughput.resolved(resolved.outcome, resolved.row)
 
 
 def _jobs(count: int) -> str:

@@ -191,8 +191,31 @@ async def seed(url: str, *, hostile: bool = True) -> World:
         await _outbox(client, world)
         await _schedules(client, world, hostile)
         await _instances(client)
+        await _history(client)
         await _dress(client)
     return world
+
+
+async def _history(client: wai.AsyncClient) -> None:
+    """An hour of throughput counts and depth samples, as workers and the leader write them."""
+    await _sql(
+        client,
+        "INSERT INTO wai.throughput (minute, queue, kind, event, n)"
+        " SELECT date_trunc('minute', now()) - make_interval(mins => g), 'email', 'work',"
+        "        e.event, e.base + (g * 7) % e.spread"
+        " FROM generate_series(0, 59) AS g,"
+        "      (VALUES ('completed', 40, 23), ('retried', 3, 5), ('failed', 0, 3))"
+        "      AS e(event, base, spread)",
+    )
+    await _sql(
+        client,
+        "INSERT INTO wai.queue_depth (at, queue, counts, oldest_available_lag)"
+        " SELECT date_trunc('minute', now()) - make_interval(mins => g), q.name,"
+        "        jsonb_build_object('available', 5 + (g * 3) % 11, 'running', 2 + g % 3,"
+        "                           'scheduled', 1),"
+        "        (g % 5) * 1.5"
+        " FROM generate_series(1, 59) AS g, (VALUES ('email'), ('images')) AS q(name)",
+    )
 
 
 async def _hostile_job(client: wai.AsyncClient) -> int:

@@ -46,7 +46,16 @@ def test_every_page_loads_clean_with_its_rows(ui: Ui, template: str, expected: l
 
 def test_the_dashboard_draws_its_charts_and_refreshes(ui: Ui) -> None:
     ui.goto("#/")
-    assert ui.page.locator("svg.chart").count() == 3
+    assert ui.page.locator("svg.chart").count() == 6
+    # An hour of throughput: three lines of 60 points; an hour of depth: a line per state.
+    throughput = ui.page.locator("svg.chart").first
+    assert throughput.locator("polyline.stroke-event-completed").count() == 1
+    points = throughput.locator("polyline.stroke-event-completed").get_attribute("points")
+    assert points is not None
+    assert len(points.split()) == 60
+    assert ui.page.locator("polyline.stroke-state-available").count() == 1
+    assert ui.page.locator("polyline.stroke-lag").count() == 1
+    assert "completed (" in (ui.page.text_content(".legend") or "")
     bars = ui.page.locator("svg.chart rect.fill-state-available")
     assert bars.count() >= 2  # email and q have available jobs
     assert ui.page.locator(".card").count() == 6

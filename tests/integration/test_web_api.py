@@ -32,6 +32,7 @@ from wai.web import create_app
 from wai.web._openapi import document
 from wai.web._routes import ROUTES
 from wai.web._serve import server_app
+from wai.worker._throughput import ThroughputRecorder
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -451,6 +452,28 @@ async def test_depth_history(aclient: wai.AsyncClient, api: httpx.AsyncClient) -
     assert [i["queue"] for i in conforms(only, "GET", "/stats/depth")["items"]] == ["q"]
     for params in ({"minutes": 0}, {"minutes": 1441}, {"minutes": "x"}, {"queue": "a b"}):
         refused(await api.get(f"{API}/stats/depth", params=params), 400)
+
+
+async def test_throughput(aclient: wai.AsyncClient, api: httpx.AsyncClient) -> None:
+    recorder = ThroughputRecorder(aclient.pool, aclient.schema, interval=5)
+    recorder.tally.add("q", "work", "completed", 7)
+    recorder.tally.add("q", "work", "failed", 1)
+    recorder.tally.add("other", "mail", "completed", 2)
+    await recorder.flush()
+
+    body = conforms(await api.get(f"{API}/stats/throughput"), "GET", "/stats/throughput")
+    assert len(body["items"]) == 60
+    assert body["items"][-1]["counts"]["completed"] == 9
+    assert body["items"][0]["counts"] == dict.fromkeys(
+        ["completed", "retried", "failed", "cancelled", "snoozed", "parked", "rescued"], 0
+    )
+    only = await api.get(f"{API}/stats/throughput", params={"queue": "q", "minutes": 2})
+    items = conforms(only, "GET", "/stats/throughput")["items"]
+    assert [m["counts"]["completed"] for m in items][-1] == 7
+    mail = await api.get(f"{API}/stats/throughput", params={"kind": "mail", "minutes": 1})
+    assert conforms(mail, "GET", "/stats/throughput")["items"][0]["counts"]["completed"] == 2
+    for params in ({"minutes": 0}, {"minutes": 99999}, {"queue": "a b"}, {"kind": "x\x00"}):
+        refused(await api.get(f"{API}/stats/throughput", params=params), 400)
 
 
 # -- dead-letter queue ------------------------------------------------------------------------

@@ -41,6 +41,7 @@ EXPECTED = {
     "QueueConfig",
     "QueueDepth",
     "QueueStats",
+    "ThroughputMinute",
     "RescueReason",
     "RetryAfter",
     "RuntimeInstance",

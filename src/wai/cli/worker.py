@@ -38,6 +38,7 @@ _TIMINGS = (
     ("aging_interval", "how often the leader applies priority aging"),
     ("analyze_interval", "how often the leader checks whether the jobs table needs ANALYZE"),
     ("depth_interval", "how often the leader samples queue depths for the dashboard"),
+    ("throughput_interval", "how often the process writes its per-minute outcome counts"),
     ("completed_retention", "how long completed jobs are kept (default 1 day)"),
     ("failed_retention", "how long failed jobs are kept (default 7 days)"),
     ("cancelled_retention", "how long cancelled jobs are kept (default 7 days)"),

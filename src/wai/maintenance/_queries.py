@@ -7,6 +7,7 @@ Async only (the sync client runs no maintenance); the SQL is in ``jobs.sql``,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -15,6 +16,7 @@ from psycopg.types.json import Jsonb
 
 from wai._db_async import channel
 from wai._sql import query, validate_schema
+from wai._tally import Key
 
 __all__ = [
     "depth_delete_old",
@@ -28,6 +30,8 @@ __all__ = [
     "leader_resign",
     "outbox_delete_expired",
     "runtime_instance_delete_stale",
+    "throughput_add",
+    "throughput_delete_old",
 ]
 
 
@@ -131,5 +135,29 @@ async def depth_record(conn: AsyncConnection[Any], schema: str, live: list[dict[
 async def depth_delete_old(conn: AsyncConnection[Any], schema: str, retention: float) -> int:
     """Delete depth samples older than ``retention`` seconds; returns how many."""
     cur = await conn.execute(query("depth_delete_old", schema), {"retention": retention})
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def throughput_add(
+    conn: AsyncConnection[Any], schema: str, counts: Mapping[Key, int]
+) -> None:
+    """Add per-minute counts (sorted by key) to the ``throughput`` table."""
+    keys = list(counts)
+    await conn.execute(
+        query("throughput_add", schema),
+        {
+            "minute": [k[0] for k in keys],
+            "queue": [k[1] for k in keys],
+            "kind": [k[2] for k in keys],
+            "event": [k[3] for k in keys],
+            "n": list(counts.values()),
+        },
+    )
+
+
+async def throughput_delete_old(conn: AsyncConnection[Any], schema: str, retention: float) -> int:
+    """Delete throughput counts of minutes older than ``retention`` seconds; how many rows."""
+    cur = await conn.execute(query("throughput_delete_old", schema), {"retention": retention})
     row = await cur.fetchone()
     return int(row[0]) if row else 0

@@ -1,4 +1,5 @@
-"""Samples of every queue's depth over time, for the dashboard's charts of the last hour."""
+"""Samples of every queue's depth over time, for the dashboard's charts of the last hour;
+and the retention of those samples and of the throughput counts."""
 
 from __future__ import annotations
 
@@ -20,10 +21,12 @@ DEPTH_RETENTION = 24 * 3600.0
 
 @dataclass(frozen=True, slots=True)
 class DepthResult:
-    """One pass: how many queues were sampled, and how many old samples were deleted."""
+    """One pass: how many queues were sampled, how many old samples and throughput rows
+    were deleted."""
 
     queues: int
     deleted: int
+    throughput_deleted: int = 0
 
 
 class DepthSampler(PeriodicService):
@@ -33,8 +36,9 @@ class DepthSampler(PeriodicService):
     sample holds, per queue with unfinished jobs or a row in the queues table, the exact
     count of its jobs in each unfinished state and the lag of its oldest available job:
     the same figures as :meth:`wai.AsyncClient.queue_stats`, read from the live rows
-    only, so a pass costs the same over a million finished jobs as over none. Samples
-    older than :data:`DEPTH_RETENTION` are deleted in the same pass.
+    only, so a pass costs the same over a million finished jobs as over none. Samples,
+    and the per-minute throughput counts the workers write, older than
+    :data:`DEPTH_RETENTION` are deleted in the same pass.
     """
 
     def __init__(
@@ -55,4 +59,5 @@ class DepthSampler(PeriodicService):
             if live:
                 await maintenance_db.depth_record(conn, self._schema, live)
             deleted = await maintenance_db.depth_delete_old(conn, self._schema, self._retention)
-        return DepthResult(queues=len(live), deleted=deleted)
+            counts = await maintenance_db.throughput_delete_old(conn, self._schema, self._retention)
+        return DepthResult(queues=len(live), deleted=deleted, throughput_deleted=counts)

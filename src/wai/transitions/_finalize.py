@@ -141,6 +141,7 @@ async def apply_outcomes(
             )
             return applied
         applied.rows.extend(rows)
+        applied.written.update(r.id for r in rows)
         applied.dead_lettered.update(dead)
         return applied
     return applied
@@ -182,7 +183,8 @@ async def _apply_lean(
 ) -> Applied:
     applied = Applied()
     if not any(o.state is JobState.FAILED for o in outcomes):
-        await db.job_finalize_many_ids(conn, schema, outcomes)  # one statement: atomic
+        changed = await db.job_finalize_many_ids(conn, schema, outcomes)  # one statement: atomic
+        applied.written.update(i for i, _ in changed)
         return applied
     terminal = {o.job_id: o.terminal for o in outcomes}
     async with conn.transaction():
@@ -193,4 +195,5 @@ async def _apply_lean(
             if state is JobState.FAILED
         ]
         applied.dead_lettered.update(await dlq_db.dlq_route(conn, schema, failed))
+    applied.written.update(i for i, _ in changed)
     return applied

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from wai.web._encode import QUEUE_DEPTH, QUEUE_STATS
+from wai.web._encode import QUEUE_DEPTH, QUEUE_STATS, THROUGHPUT_MINUTE
 from wai.web._endpoint import Call
 
-__all__ = ["depth_history", "drain_queue", "list_queues", "pause_queue", "resume_queue"]
+__all__ = [
+    "depth_history",
+    "drain_queue",
+    "list_queues",
+    "pause_queue",
+    "resume_queue",
+    "throughput",
+]
 
 
 async def list_queues(call: Call) -> dict[str, Any]:
@@ -21,6 +28,13 @@ async def depth_history(call: Call) -> dict[str, Any]:
         minutes=call.args["minutes"], queue=call.args["queue"]
     )
     return {"items": [QUEUE_DEPTH.encode(d) for d in samples]}
+
+
+async def throughput(call: Call) -> dict[str, Any]:
+    """Counts by event for every minute of the window, oldest first."""
+    a = call.args
+    minutes = await call.client.throughput(minutes=a["minutes"], queue=a["queue"], kind=a["kind"])
+    return {"items": [THROUGHPUT_MINUTE.encode(m) for m in minutes]}
 
 
 async def pause_queue(call: Call) -> dict[str, Any]:

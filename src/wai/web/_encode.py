@@ -17,7 +17,7 @@ from typing import Any, Final, Generic, TypeVar
 
 import orjson
 
-from wai._admin import QueueDepth, QueueStats
+from wai._admin import QueueDepth, QueueStats, ThroughputMinute
 from wai._instances import RuntimeInstance
 from wai._job import JobRow, Trigger
 from wai._jsonable import jsonable
@@ -42,6 +42,7 @@ __all__ = [
     "RESPONSE_HEADERS",
     "RUNTIME_INSTANCE",
     "SCHEDULE",
+    "THROUGHPUT_MINUTE",
     "TRIGGER",
     "VIEWS",
     "Extra",
@@ -98,6 +99,7 @@ QUEUE_DEPTH: Final = View(
     QueueDepth,
     (Extra[QueueDepth]("depth", lambda d: d.depth, {"type": "integer"}),),
 )
+THROUGHPUT_MINUTE: Final = View("ThroughputMinute", ThroughputMinute)
 DLQ_ENTRY: Final = View(
     "DlqEntry",
     DlqEntry,
@@ -164,6 +166,7 @@ VIEWS: Final[tuple[View[Any], ...]] = (
     TRIGGER,
     QUEUE_STATS,
     QUEUE_DEPTH,
+    THROUGHPUT_MINUTE,
     DLQ_ENTRY,
     SCHEDULE,
     OUTBOX_ENTRY,

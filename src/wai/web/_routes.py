@@ -294,6 +294,30 @@ ROUTES: Final[tuple[Endpoint, ...]] = (
         ),
         response=_items("QueueDepth"),
     ),
+    Endpoint(
+        method="GET",
+        path="/stats/throughput",
+        operation_id="throughput",
+        tag="queues",
+        summary="What workers did per minute: completed, retried, failed...",
+        description="One item per minute of the window, the current one included, oldest "
+        "first; `counts` has every event (completed, retried, failed, cancelled, snoozed, "
+        "parked, rescued), 0 where none. Workers write their counts every "
+        "`throughput_interval` (5 s by default).",
+        calls="throughput",
+        handler=queues.throughput,
+        query=(
+            Param(
+                name="minutes",
+                type=Integer(1, 1440),
+                default=60,
+                description="how many minutes, the current one included",
+            ),
+            _queue("queue", "only this queue's counts"),
+            _text("kind", "only this kind's counts"),
+        ),
+        response=_items("ThroughputMinute"),
+    ),
     # dead-letter queue
     Endpoint(
         method="GET",

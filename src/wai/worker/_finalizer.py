@@ -15,7 +15,6 @@ from psycopg_pool import AsyncConnectionPool
 
 from wai._context import AttemptState
 from wai._followups import Applied, error_text, plan_row
-from wai._job import JobRow
 from wai._logging import emit
 from wai._outcomes import Outcome, decide, expected_row, stamped
 from wai._registry import Registry
@@ -29,7 +28,7 @@ __all__ = ["Finalizer"]
 
 logger = logging.getLogger("wai.worker")
 
-Committed = Callable[[Sequence[tuple[Outcome, AttemptState]], Sequence[JobRow]], None]
+Committed = Callable[[Sequence[tuple[Outcome, AttemptState]], Applied], None]
 
 
 class Finalizer:
@@ -147,7 +146,7 @@ class Finalizer:
                 exc_info=True,
             )
             # Given up on: their slots free and their heartbeats stop, so rescue recovers the jobs.
-            self._on_committed(batch, [])
+            self._on_committed(batch, Applied())
 
     # -- planning: user closures run here, before any lock is taken ----------------------
 
@@ -262,7 +261,7 @@ class Finalizer:
         written = [
             (item.outcome, item.state) for item in items if item.outcome.job_id not in rejected
         ]
-        self._on_committed(written, applied.rows)
+        self._on_committed(written, applied)
         log_written(written, applied.rows, applied.dead_lettered)
         states = {item.outcome.job_id: item.state for item in items}
         for outcome, error in applied.rejected:
@@ -293,7 +292,7 @@ class Finalizer:
                 exc_info=exc,
                 extra=job_extra(state.row),
             )
-            self._on_committed([(outcome, state)], [])
+            self._on_committed([(outcome, state)], Applied())
             return
         emit(
             logger,

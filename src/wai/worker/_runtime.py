@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from wai import _db_async as db
 from wai._context import AttemptState
+from wai._followups import Applied
 from wai._job import JobRow
 from wai._logging import emit
 from wai._outcomes import Outcome, describe_exception
@@ -43,6 +44,7 @@ from wai.worker._notifier import Notifier, parse_cancel
 from wai.worker._producer import QueueProducer
 from wai.worker._records import Recorder
 from wai.worker._settings import RuntimeSettings
+from wai.worker._throughput import ThroughputRecorder
 
 if TYPE_CHECKING:
     from wai._client_base_async import AsyncClientBase
@@ -83,6 +85,7 @@ class Runtime:
         self.notifier: Notifier | None = None
         self.instance_id = new_instance_id()  # also the leader id: one id per runtime
         self.recorder = Recorder(self)
+        self.throughput: ThroughputRecorder | None = None
         self.hooks = HookDispatcher(client.registry)
         self.sweeper: OutboxSweeper | None = None
         self.callbacks = AttemptCallbacks(
@@ -160,6 +163,10 @@ class Runtime:
             self.notifier = notifier
             loops.append(("notifier", notifier.run_forever()))
         loops.append(("records", self.recorder.run_forever()))
+        self.throughput = ThroughputRecorder(
+            pool, schema, interval=self.settings.throughput_interval
+        )
+        loops.append(("throughput", self.throughput.run_forever()))
         if client.registry.specs:  # not leader-gated: any process with the specs dispatches
             self.sweeper = OutboxSweeper(
                 pool,
@@ -276,6 +283,8 @@ class Runtime:
 
     def _rescued(self, rows: Sequence[tuple[JobRow, str]]) -> None:
         self.hooks.rescued(rows)
+        if self.throughput is not None:
+            self.throughput.rescued(rows)
         # An attempt rescued by this very process learns it at once, not at its next heartbeat.
         for row, _reason in rows:
             state = self.attempts.get((row.id, row.run_lease))
@@ -357,6 +366,8 @@ class Runtime:
                     self._finalizer.pending,
                 )
         await stop_tasks(self._background)  # re-cancels a loop that absorbed its cancel
+        if self.throughput is not None:
+            await self.throughput.close()  # the counts of the last seconds, rescues included
         # After the record loop stopped, which would otherwise write the record again.
         await self.recorder.delete()
         if self._threads is not None:
@@ -454,16 +465,16 @@ class Runtime:
             self._handlers.pop(asyncio.current_task(), None)  # type: ignore[arg-type]
         self._finalizer.submit(outcome, state)
 
-    def _committed(
-        self, batch: Sequence[tuple[Outcome, AttemptState]], rows: Sequence[JobRow]
-    ) -> None:
+    def _committed(self, batch: Sequence[tuple[Outcome, AttemptState]], applied: Applied) -> None:
         self.finished += len(batch)
         for outcome, state in batch:
             self.attempts.pop((outcome.job_id, outcome.run_lease), None)
             release, state.release = state.release, None
             if release is not None:
                 release()
-        self.hooks.committed(batch, rows)
+        self.hooks.committed(batch, applied.rows)
+        if self.throughput is not None:
+            self.throughput.committed(batch, applied.written)
 
     def _running_handlers(self) -> int:
         return sum(p.running for p in self.producers.values())

@@ -45,7 +45,8 @@ class RuntimeSettings:
     table changed enough since its last ANALYZE to need another (see
     :class:`wai.maintenance.Analyzer`). *depth_interval*: how often the leader
     samples every queue's depth and lag for the dashboard's charts (see
-    :class:`wai.maintenance.DepthSampler`).
+    :class:`wai.maintenance.DepthSampler`). *throughput_interval*: how often the
+    process adds its per-minute outcome counts to the ``throughput`` table.
     """
 
     poll_interval: float = 1.0
@@ -76,6 +77,7 @@ class RuntimeSettings:
     cron_interval: float = 1.0
     analyze_interval: float = 30.0
     depth_interval: float = 15.0
+    throughput_interval: float = 5.0
 
     def __post_init__(self) -> None:
         for name in (
@@ -97,6 +99,7 @@ class RuntimeSettings:
             "cron_interval",
             "analyze_interval",
             "depth_interval",
+            "throughput_interval",
         ):
             value = getattr(self, name)
             if (

@@ -221,3 +221,28 @@ FROM {schema}.queue_depth
 WHERE at >= now() - make_interval(mins => %(minutes)s::int)
   AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
 ORDER BY at, queue;
+
+-- name: throughput_history :many
+-- Counts by event for every minute of the last %(minutes)s (the current one included),
+-- oldest first, summed over queues and kinds unless filtered; a minute with nothing
+-- counted has an empty object.
+WITH window_ AS (
+    SELECT date_trunc('minute', now()) AS last,
+           date_trunc('minute', now()) - make_interval(mins => %(minutes)s::int - 1) AS first
+),
+counted AS (
+    SELECT t.minute, t.event, sum(t.n)::bigint AS n
+    FROM {schema}.throughput AS t, window_ AS w
+    WHERE t.minute BETWEEN w.first AND w.last
+      AND (%(queue)s::text IS NULL OR t.queue = %(queue)s::text)
+      AND (%(kind)s::text IS NULL OR t.kind = %(kind)s::text)
+    GROUP BY t.minute, t.event
+)
+SELECT m.minute,
+       coalesce(jsonb_object_agg(c.event, c.n) FILTER (WHERE c.event IS NOT NULL), '{}')
+           AS counts
+FROM window_ AS w,
+     LATERAL generate_series(w.first, w.last, interval '1 minute') AS m(minute)
+LEFT JOIN counted AS c ON c.minute = m.minute
+GROUP BY m.minute
+ORDER BY m.minute;

@@ -212,3 +212,20 @@ WITH gone AS (
     RETURNING 1
 )
 SELECT count(*) FROM gone;
+
+-- name: throughput_add :exec
+-- Add a process's counts to the per-minute totals. The rows come sorted by key, so two
+-- processes adding to the same minutes lock them in the same order (no deadlock).
+INSERT INTO {schema}.throughput AS t (minute, queue, kind, event, n)
+SELECT * FROM unnest(%(minute)s::timestamptz[], %(queue)s::text[], %(kind)s::text[],
+                     %(event)s::text[], %(n)s::bigint[])
+ON CONFLICT (minute, queue, kind, event) DO UPDATE SET n = t.n + EXCLUDED.n;
+
+-- name: throughput_delete_old :one
+-- Forget the counts of minutes older than the retention; returns how many rows went.
+WITH gone AS (
+    DELETE FROM {schema}.throughput
+    WHERE minute < now() - make_interval(secs => %(retention)s::float8)
+    RETURNING 1
+)
+SELECT count(*) FROM gone;

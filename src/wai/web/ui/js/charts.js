@@ -105,3 +105,39 @@ export function columns(container, { points, keys, classOf, labelOf = (k) => k, 
   });
   return chart;
 }
+
+/** Lines over time: times [Date], series [{key, values: [n per time]}], one stroke class per key.
+ *  The y axis starts at 0 and ends at the largest value; the x axis shows the first and last time. */
+export function lines(container, { times, series, classOf, labelOf = (k) => k, format = num, height = 170, ariaLabel }) {
+  const width = widthOf(container);
+  const left = 44;
+  const right = 8;
+  const top = 10;
+  const axis = 20;
+  const plot = height - top - axis;
+  const span = width - left - right;
+  const max = Math.max(1, ...series.flatMap((s) => s.values));
+  const chart = svg("svg", { class: "chart", width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": ariaLabel });
+  const x = (i) => left + (times.length > 1 ? (i / (times.length - 1)) * span : span / 2);
+  const y = (v) => top + plot - (v / max) * plot;
+  for (const frac of [0, 0.5, 1]) {
+    const yy = Math.round(y(max * frac)) + 0.5;
+    chart.append(svg("line", { x1: left, x2: width - right, y1: yy, y2: yy, class: frac ? "chart-grid" : "chart-axis" }));
+    chart.append(svg("text", { x: left - 6, y: yy, class: "chart-value", "text-anchor": "end", "dominant-baseline": "middle" }, format(max * frac)));
+  }
+  if (times.length) {
+    const clock = (t) => t.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    chart.append(svg("text", { x: left, y: height - 4, class: "chart-label" }, clock(times[0])));
+    chart.append(svg("text", { x: width - right, y: height - 4, class: "chart-label", "text-anchor": "end" }, clock(times[times.length - 1])));
+  }
+  for (const s of series) {
+    if (!s.values.length) continue;
+    const points = s.values.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(" ");
+    const total = s.values.reduce((a, b) => a + b, 0);
+    chart.append(svg("polyline", { points, class: ["chart-line", classOf(s.key)].join(" ") }, title(`${labelOf(s.key)}: ${format(total)} in all, at most ${format(Math.max(...s.values))}`)));
+  }
+  if (!times.length) {
+    chart.append(svg("text", { x: left + 8, y: top + plot / 2, class: "chart-label", "dominant-baseline": "middle" }, "Nothing recorded yet."));
+  }
+  return chart;
+}

@@ -1,8 +1,9 @@
-// The dashboard: depth by state and lag per queue, dead letters, the outbox, the live
-// instances and the leader. It refreshes every 5 seconds while the tab is visible.
+// The dashboard: throughput per minute, depth and lag over the last hour and now per queue,
+// dead letters, the outbox, the live instances and the leader. It refreshes every 5
+// seconds while the tab is visible.
 
 import { get } from "./api.js";
-import { legend, bars, stackedBars, columns } from "./charts.js";
+import { legend, bars, stackedBars, columns, lines } from "./charts.js";
 import { badge, card, errorBox, h, link, pageTitle, section, table } from "./dom.js";
 import { duration, num, when } from "./format.js";
 import { LIVE_STATES, STATES, stateBadge, stateLabel } from "./jobview.js";
@@ -11,18 +12,96 @@ import { href } from "./router.js";
 const REFRESH_MS = 5000;
 
 async function load() {
-  const [queues, dlq, outbox, instances] = await Promise.all([
+  const [queues, dlq, outbox, instances, throughput, depth] = await Promise.all([
     get("queues"),
     get("dlq/stats"),
     get("outbox/stats"),
     get("instances"),
+    get("stats/throughput", { minutes: 60 }),
+    get("stats/depth", { minutes: 60 }),
   ]);
   // A queue whose only jobs are dead letters has no row in the queue stats: give it one.
   const known = new Set(queues.items.map((q) => q.name));
   const empty = { counts: {}, estimated: [], total: 0, paused: false, paused_at: null, oldest_available_lag: null };
   const rows = [...queues.items, ...Object.keys(dlq.queues).filter((n) => !known.has(n)).map((name) => ({ ...empty, name }))];
   rows.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  return { queues: rows, dlq, outbox, instances };
+  return { queues: rows, dlq, outbox, instances, throughput: throughput.items, depth: depthSeries(depth.items) };
+}
+
+const EVENTS = ["completed", "retried", "failed", "rescued"];
+const EVENT_LABELS = { completed: "completed", retried: "retried", failed: "failed", rescued: "rescued" };
+
+// Depth samples (one item per queue and time) summed per time over queues: lines per state,
+// and the largest lag of any queue.
+function depthSeries(items) {
+  const byTime = new Map();
+  for (const item of items) {
+    let point = byTime.get(item.at);
+    if (!point) {
+      point = { counts: {}, lag: 0 };
+      byTime.set(item.at, point);
+    }
+    for (const s of LIVE_STATES) point.counts[s] = (point.counts[s] || 0) + (item.counts[s] || 0);
+    point.lag = Math.max(point.lag, item.oldest_available_lag || 0);
+  }
+  const times = [...byTime.keys()];
+  return { times: times.map((t) => new Date(t)), points: times.map((t) => byTime.get(t)) };
+}
+
+function throughputChart(data, host) {
+  const minutes = data.throughput;
+  const shown = EVENTS.filter((e) => e !== "rescued" || minutes.some((m) => m.counts.rescued));
+  const totals = Object.fromEntries(shown.map((e) => [e, minutes.reduce((sum, m) => sum + m.counts[e], 0)]));
+  const box = h("div", { class: "chart-box" });
+  host.append(
+    section(
+      "Throughput per minute, last hour",
+      box,
+      legend(shown, (e) => `fill-event-${e}`, (e) => `${EVENT_LABELS[e]} (${num(totals[e])})`),
+    ),
+  );
+  box.append(
+    lines(box, {
+      times: minutes.map((m) => new Date(m.minute)),
+      series: shown.map((e) => ({ key: e, values: minutes.map((m) => m.counts[e]) })),
+      classOf: (e) => `stroke-event-${e}`,
+      labelOf: (e) => EVENT_LABELS[e],
+      ariaLabel: "Jobs completed, retried and failed per minute over the last hour",
+    }),
+  );
+}
+
+function historyCharts(data, host) {
+  const { times, points } = data.depth;
+  const depthBox = h("div", { class: "chart-box" });
+  const lagBox = h("div", { class: "chart-box" });
+  host.append(
+    h(
+      "div",
+      { class: "grid-2" },
+      section("Depth, last hour", depthBox, legend(LIVE_STATES, (s) => stateClass(s), stateLabel)),
+      section("Oldest available job, last hour", lagBox, h("p", { class: "muted small" }, "The longest any queue's oldest available job had waited, per sample.")),
+    ),
+  );
+  depthBox.append(
+    lines(depthBox, {
+      times,
+      series: LIVE_STATES.map((s) => ({ key: s, values: points.map((p) => p.counts[s]) })),
+      classOf: (s) => `stroke-state-${s}`,
+      labelOf: stateLabel,
+      ariaLabel: "Jobs waiting or running over the last hour, all queues, per state",
+    }),
+  );
+  lagBox.append(
+    lines(lagBox, {
+      times,
+      series: [{ key: "lag", values: points.map((p) => p.lag) }],
+      classOf: () => "stroke-lag",
+      labelOf: () => "lag",
+      format: (v) => (v ? duration(v) : "0 s"),
+      ariaLabel: "Lag of the oldest available job over the last hour",
+    }),
+  );
 }
 
 function depth(queue) {
@@ -60,6 +139,8 @@ function stateClass(state) {
 }
 
 function charts(data, host) {
+  throughputChart(data, host);
+  historyCharts(data, host);
   const rows = data.queues.map((q) => ({ label: q.name, values: q.counts }));
   const depthBox = h("div", { class: "chart-box" });
   const lagBox = h("div", { class: "chart-box" });
@@ -68,8 +149,8 @@ function charts(data, host) {
     h(
       "div",
       { class: "grid-2" },
-      section("Depth by queue", depthBox, legend(LIVE_STATES, (s) => stateClass(s), stateLabel)),
-      section("Oldest available job, by queue", lagBox, h("p", { class: "muted small" }, "How long the oldest available job of each queue has waited for a worker.")),
+      section("Depth by queue, now", depthBox, legend(LIVE_STATES, (s) => stateClass(s), stateLabel)),
+      section("Oldest available job by queue, now", lagBox, h("p", { class: "muted small" }, "How long the oldest available job of each queue has waited for a worker.")),
     ),
     section(
       "All jobs by state",
