@@ -27,6 +27,13 @@ of a run interrupted with Ctrl-C never run, or count, in the next one. The closi
 table is read from the database; the exit status is 0 only when it shows every
 signup completed with exactly one welcome email, enqueued by the completing
 attempt, and none enqueued by the failed attempt.
+
+**The web UI** (``wai demo --serve``). After the report the demo keeps its
+database and leaves a few more jobs in the states the admin web UI shows: a
+welcome email that bounces (failed at once, dead-lettered), a confirmation that
+waits for the user's click (an external callback, the third job of a follow-up
+chain) and a weekly cron schedule. Then it serves the UI on its schema, its
+workers still running, until Ctrl-C.
 """
 
 # The handlers below are registered by their decorators and never called by name.
@@ -38,9 +45,10 @@ import asyncio
 import collections
 import contextlib
 import hashlib
+import logging
 import sys
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TextIO
@@ -54,9 +62,13 @@ from wai.events import Completed, JobEvent, Retried, Started
 __all__ = [
     "SCHEMA",
     "AccountServiceBusy",
+    "ConfirmEmail",
     "Narrator",
     "SendWelcomeEmail",
+    "Serve",
     "Signup",
+    "WeeklyDigest",
+    "add_web_ui_extras",
     "build_app",
     "problems",
     "run",
@@ -107,8 +119,12 @@ async def create_account(user: Signup, attempt: int) -> None:
 
 
 async def send_email(to: str) -> None:
-    """Pretend to hand an email to a mail server."""
+    """Pretend to hand an email to a mail server, which knows no mailbox at example.invalid."""
     await asyncio.sleep(0.2)
+    if to.endswith("@example.invalid"):
+        # Permanent: retrying cannot help, so the job fails now (and is dead-lettered
+        # where its queue has the dead-letter queue on).
+        raise wai.TerminalError(f"550 5.1.1 <{to}>: no such mailbox")
 
 
 def build_app(database_url: str, *, schema: str, log: Narrator) -> wai.AsyncClient:
@@ -160,18 +176,76 @@ def build_app(database_url: str, *, schema: str, log: Narrator) -> wai.AsyncClie
     return client
 
 
+# -- more for the web UI (wai demo --serve) -----------------------------------------------
+
+
+@dataclass
+class ConfirmEmail:
+    """Wait for a new user to click the link in their welcome email. Kind ``confirm_email``."""
+
+    user_id: int
+    email: str
+
+
+@dataclass
+class WeeklyDigest:
+    """Send every user the week's digest. Its kind is ``weekly_digest``."""
+
+
+MORE_USERS = [
+    Signup(user_id=5, email="kim@example.invalid"),  # no such mailbox: her email bounces
+    Signup(user_id=6, email="joan@example.com"),  # has not clicked her link yet
+]
+CONFIRM_WITHIN = 7 * 24 * 3600.0  # seconds the confirmation link stays valid
+
+
+def add_web_ui_extras(client: wai.AsyncClient, log: Narrator) -> None:
+    """What ``--serve`` adds to the app: a confirmation waiting for a callback, a schedule."""
+
+    @client.on_completed_enqueue(SendWelcomeEmail, name="confirm_email")
+    def confirm_email(args: SendWelcomeEmail, job: wai.JobRow) -> ConfirmEmail:
+        """A sent welcome email asks the user to confirm their address."""
+        return ConfirmEmail(user_id=args.user_id, email=args.email)
+
+    @client.task(ConfirmEmail, queue="email")
+    async def handle_confirm_email(job: wai.Job[ConfirmEmail]) -> wai.WaitForCallback:
+        """Park until the link is clicked: the click would call complete_external(id)."""
+        token = await job.register_callback(timeout=CONFIRM_WITHIN)
+        log.say(job.id, "handler", f"waiting for {job.args.email} to click (callback {token.id})")
+        return wai.WaitForCallback(token)
+
+    @client.task(WeeklyDigest, queue="email")
+    async def handle_weekly_digest(job: wai.Job[WeeklyDigest]) -> None:
+        """Send the digest (pretend): run by the schedule, or by "trigger now" in the UI."""
+        await send_email("everyone@example.com")
+        log.say(job.id, "handler", "weekly digest sent")
+
+    client.periodic("weekly_digest", "0 9 * * 1", WeeklyDigest())  # Mondays, 09:00 UTC
+
+
 # -- running it ---------------------------------------------------------------------------
 
+#: Serves the web UI until a signal, calling its argument with the UI's URL once it answers.
+Serve = Callable[[Callable[[str], None]], Awaitable[None]]
 
-async def run(database_url: str, *, schema: str = SCHEMA, out: TextIO | None = None) -> int:
+
+async def run(
+    database_url: str,
+    *,
+    schema: str = SCHEMA,
+    out: TextIO | None = None,
+    serve: Serve | None = None,
+) -> int:
     """Run the demo on ``database_url``; 0 when the database proves the follow-ups right.
 
-    Raises ``BrokenPipeError`` once the demo has stopped cleanly, when its output
-    was closed early (``wai demo | head``).
+    With ``serve``, then leave more jobs for the web UI and serve it (see
+    :func:`stage_for_web_ui`) until a signal, before returning. Raises
+    ``BrokenPipeError`` once the demo has stopped cleanly, when its output was
+    closed early (``wai demo | head``).
     """
     log = Narrator(out or sys.stdout)
     log.intro()
-    async with fresh_schema(database_url, schema):
+    async with fresh_schema(database_url, schema):  # held while serving too
         client = build_app(database_url, schema=schema, log=log)
         async with client:
             applied = await client.migrate()
@@ -204,15 +278,84 @@ async def run(database_url: str, *, schema: str = SCHEMA, out: TextIO | None = N
             # The proof: what the database holds once everything has finished.
             signups = await client.list_jobs(kind="signup")
             emails = await client.list_jobs(kind="send_welcome_email")
-    if log.broken:
-        raise BrokenPipeError("the demo's output was closed")
-    found = problems(signups, emails, torn_snapshots=watch.torn)
-    if not watch.finished:
-        found.insert(0, f"gave up after {TIMEOUT:g} s with jobs still unfinished")
-    log.report(sorted(signups, key=_id), sorted(emails, key=_id), watch, found, schema)
-    if log.broken:
-        raise BrokenPipeError("the demo's output was closed")
+        if log.broken:
+            raise BrokenPipeError("the demo's output was closed")
+        found = problems(signups, emails, torn_snapshots=watch.torn)
+        if not watch.finished:
+            found.insert(0, f"gave up after {TIMEOUT:g} s with jobs still unfinished")
+        log.report(
+            sorted(signups, key=_id),
+            sorted(emails, key=_id),
+            watch,
+            found,
+            schema,
+            serving=serve is not None,
+        )
+        if log.broken:
+            raise BrokenPipeError("the demo's output was closed")
+        if serve is not None:
+            await stage_for_web_ui(database_url, schema, log, serve)
     return 1 if found else 0
+
+
+async def stage_for_web_ui(database_url: str, schema: str, log: Narrator, serve: Serve) -> None:
+    """Leave jobs in more states for the web UI, then ``serve`` it until a signal.
+
+    The app runs again with :func:`add_web_ui_extras` and the dead-letter queue on,
+    two more users sign up, and its workers keep running while the UI is served:
+    what an operator retries or triggers from the UI (with a token) runs. Their
+    lines are printed once the UI is up, not while the jobs are staged.
+    """
+    client = build_app(database_url, schema=schema, log=log)
+    add_web_ui_extras(client, log)
+    jobs_log = logging.getLogger("wai.jobs")
+    level = jobs_log.level
+    log.quiet = True
+    jobs_log.setLevel(logging.ERROR)  # the bounce's WARNING: the summary tells it
+    async with client:
+        await client.start(
+            {"signup": 4, "email": 4}, dlq=True, poll_interval=0.5, election_interval=0.5
+        )
+        try:
+            for user in MORE_USERS:
+                await client.insert(user)
+            log.staged = await wait_until_staged(client)
+            log.quiet = False
+            jobs_log.setLevel(level)
+            await serve(log.web_ui)
+        finally:
+            jobs_log.setLevel(level)
+            await client.shutdown(timeout=5)
+
+
+@dataclass
+class Staged:
+    """What the web UI will show beyond the demo's own jobs (:func:`wait_until_staged`)."""
+
+    bounced: wai.DlqEntry | None
+    waiting: wai.JobRow | None
+    chain: list[wai.JobRow]
+    schedule: wai.Schedule | None
+    retried: wai.JobRow | None
+
+
+async def wait_until_staged(client: wai.AsyncClient) -> Staged:
+    """Wait for the bounced email to be dead-lettered and the confirmation to wait."""
+    deadline = time.monotonic() + TIMEOUT
+    staged = Staged(bounced=None, waiting=None, chain=[], schedule=None, retried=None)
+    while time.monotonic() < deadline:
+        dead = await client.list_dlq(kind="send_welcome_email", limit=1)
+        waiting = await client.list_jobs(state=wai.JobState.WAITING_EXTERNAL, limit=1)
+        staged.bounced = dead[0] if dead else None
+        staged.waiting = waiting[0] if waiting else None
+        if staged.bounced and staged.waiting:
+            break
+        await asyncio.sleep(0.1)
+    if staged.waiting is not None:
+        staged.chain = list((await client.lineage(staged.waiting.id)).ancestors)
+    staged.schedule = (await client.list_cron() or [None])[0]
+    staged.retried = next((r for r in await client.list_jobs(kind="signup") if r.errors), None)
+    return staged
 
 
 @dataclass
@@ -264,7 +407,10 @@ async def fresh_schema(database_url: str, schema: str) -> AsyncIterator[None]:
     async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
         got = await (await conn.execute(query("demo_lock", schema), {"key": key})).fetchone()
         if not got or not got[0]:
-            raise wai.WaiError(f"another wai demo is running on schema {schema!r}: let it finish")
+            raise wai.WaiError(
+                f"another wai demo is running on schema {schema!r} (or serving it, with "
+                "--serve): let it finish, or stop it"
+            )
         cur = await conn.execute(query("demo_schema_comment", schema), {"schema": schema})
         comments = [str(r[0]) for r in await cur.fetchall()]
         if comments and schema != SCHEMA and not comments[0].startswith("wai demo:"):
@@ -343,13 +489,16 @@ class Narrator:
 
     The stream may close early (``wai demo | head``): then ``broken`` turns true and
     every later line is dropped. Nothing raises here, since lines are also printed
-    from handlers (where an error would fail the job) and from the hook.
+    from handlers (where an error would fail the job) and from the hook. While
+    ``quiet``, the lines of handlers and of the hook are dropped (events still count).
     """
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self.began = time.monotonic()
         self.broken = False
+        self.quiet = False
+        self.staged: Staged | None = None  # what --serve left for the web UI
         self.events: collections.Counter[str] = collections.Counter()
         self._seen = asyncio.Event()
 
@@ -365,6 +514,8 @@ class Narrator:
 
     def say(self, job_id: int, who: str, text: str) -> None:
         """One event of the run: seconds since the start, the job id, who says it."""
+        if self.quiet:
+            return
         self.line(f"{time.monotonic() - self.began:5.2f}s  #{job_id:<3}  {who:<8}  {text}")
 
     def event(self, event: JobEvent) -> None:
@@ -372,6 +523,8 @@ class Narrator:
         name = type(event).__name__
         self.events[name] += 1
         self._seen.set()
+        if self.quiet:
+            return
         job = event.job
         match event:
             case Started():
@@ -424,8 +577,13 @@ class Narrator:
         watch: Watch,
         found: list[str],
         schema: str,
+        *,
+        serving: bool = False,
     ) -> None:
-        """The closing table, read from the database, the verdict and what to try next."""
+        """The closing table, read from the database, the verdict and what to try next.
+
+        Unless ``serving`` (the web UI follows), it ends by pointing at ``--serve``.
+        """
         self.line(f"\nFrom the database (schema {schema!r}):\n")
         self.line(f"  {'signup (trigger)':<55}welcome email (follow-up)")
         self.line(
@@ -479,6 +637,52 @@ class Narrator:
             "    and the other results), docs/reliability.md (what survives a crash),\n"
             "    docs/cli.md (every command)"
         )
+        if not serving:
+            again = "wai demo --serve" + (f" --schema {schema}" if schema != SCHEMA else "")
+            self.line(f"  - {again:<34} see it all in the admin web UI, with a few more jobs")
+
+    def web_ui(self, url: str) -> None:
+        """What ``--serve`` left for the web UI and where to look, then the UI's ``url``."""
+        self.line(
+            "\nFor the web UI, the app ran again with a confirmation step after the welcome\n"
+            "email, the dead-letter queue on and a weekly schedule; two more users signed up.\n"
+            "Pages to look at:\n"
+        )
+        staged = self.staged or Staged(
+            bounced=None, waiting=None, chain=[], schedule=None, retried=None
+        )
+        if (bounced := staged.bounced) is not None:
+            job = bounced.job
+            error = str(job.errors[-1].get("error", "")) if job.errors else ""
+            origin = f" (follow-up of signup #{job.trigger.job_id})" if job.trigger else ""
+            self.line(
+                f"  {'#/dlq':<10}  welcome email #{job.id} to {job.args.get('email', '')}"
+                f"{origin}\n{'':14}bounced: {error.splitlines()[0] if error else 'failed'}\n"
+                f"{'':14}failed at once, no retry, and dead-lettered ({bounced.reason})"
+            )
+        if (waiting := staged.waiting) is not None:
+            chain = " -> ".join(f"{r.kind} #{r.id}" for r in [*reversed(staged.chain), waiting])
+            self.line(
+                f"  {f'#/jobs/{waiting.id}':<10}  {waiting.kind} #{waiting.id} waits for "
+                f"{waiting.args.get('email', '')} to click (an external callback);\n"
+                f"{'':14}its lineage: {chain}"
+            )
+        if (schedule := staged.schedule) is not None:
+            at = schedule.next_fire_at
+            nxt = f"{at.astimezone(UTC):%a %Y-%m-%d %H:%M} UTC" if at else "-"
+            self.line(
+                f"  {'#/cron':<10}  {schedule.name}: {schedule.expr} ({schedule.timezone}), "
+                f"next {nxt}"
+            )
+        if staged.bounced is None or staged.waiting is None:
+            self.line(f"  (not all of them were there after {TIMEOUT:g} s)")
+        if (retried := staged.retried) is not None:
+            self.line(
+                f"  {f'#/jobs/{retried.id}':<10}  signup #{retried.id}: its failed attempt, "
+                "then the one that completed"
+            )
+        self.line(f"  {'#/jobs':<10}  every job, newest first (the URL below opens the dashboard)")
+        self.line(f"\nThe admin web UI, on these jobs: {url}  (Ctrl-C to stop)")
 
     @staticmethod
     def _verdict(signups: list[wai.JobRow], emails: list[wai.JobRow], watch: Watch) -> str:

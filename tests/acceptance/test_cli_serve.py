@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
 import sys
 import textwrap
 from collections.abc import AsyncIterator
@@ -16,6 +17,7 @@ import pytest
 
 import wai
 from tests.acceptance.test_callbacks_serve import _free_port, _read
+from tests.acceptance.test_cli import run_wai
 from tests.integration._helpers import fetch
 from tests.integration.test_admin import make
 
@@ -164,3 +166,16 @@ async def test_serve_on_an_unmigrated_database_starts_but_is_not_ready(
             assert jobs.status_code == 503
         await stops_cleanly(proc, signal.SIGTERM, log)
     assert "wai migrate" in _read(log)
+
+
+def test_serve_on_a_port_in_use_is_an_error_before_it_starts(database_url: str) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        result = run_wai("--database-url", database_url, "serve", "--port", port)
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"wai: error: cannot listen on 127.0.0.1:{port}: the address is already in use "
+        "(another server?): pass another --port"
+    ]

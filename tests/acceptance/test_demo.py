@@ -10,12 +10,14 @@ import json
 import os
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import LiteralString
 
+import httpx
 import psycopg
 import pytest
 
@@ -93,6 +95,7 @@ def test_demo_shows_followups_committed_with_their_trigger(database_url: str) ->
         "docs/hooks-or-followups.md",
     ):
         assert hint in out
+    assert "wai demo --serve " in out.splitlines()[-1]  # the closing line: the web UI
     assert_one_email_per_completion(database_url)
 
     listed = run_wai("jobs", "list", "--schema", "wai_demo", "--json", "--database-url",
@@ -129,6 +132,75 @@ def test_demo_after_an_interrupted_run_starts_clean(database_url: str) -> None:
     assert_one_email_per_completion(database_url)
     table = again.stdout.split("From the database", 1)[1]
     assert table.count("@example.com") == 4
+
+
+def test_demo_serve_shows_the_demos_jobs_in_the_web_ui(database_url: str) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "wai", "demo", "--database-url", database_url, "--serve",
+         "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k not in ("WAI_DATABASE_URL", "DATABASE_URL")},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        lines: list[str] = []
+        for line in proc.stdout:  # the closing line names the URL of the free port it got
+            lines.append(line)
+            if line.startswith("The admin web UI, on these jobs: http://127.0.0.1:"):
+                break
+        out = "".join(lines)
+        assert SUMMARY in out, out
+        url = lines[-1].split(": ", 1)[1].split()[0]
+        assert not url.endswith(":0/")
+        with httpx.Client(base_url=url, timeout=10) as http:
+            jobs = http.get("/api/v1/jobs", params={"limit": 100}).json()["items"]
+            states = {(j["kind"], j["args"].get("email"), j["state"]) for j in jobs}
+            page = http.get("/")
+            dlq = http.get("/api/v1/dlq").json()["items"]
+            cron = http.get("/api/v1/cron").json()["items"]
+            refused = http.post(f"/api/v1/jobs/{jobs[0]['id']}/cancel")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        rest, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out + rest + err
+    assert "Traceback" not in err
+    # The demo's jobs, Grace's retried signup among them, and the ones staged for the UI.
+    assert ("signup", "grace@example.com", "completed") in states
+    assert ("send_welcome_email", "margaret@example.com", "completed") in states
+    assert ("confirm_email", "joan@example.com", "waiting_external") in states
+    signups = {j["args"]["email"]: j for j in jobs if j["kind"] == "signup"}
+    assert len(signups["grace@example.com"]["errors"]) == 1  # her failed attempt
+    confirm = next(j for j in jobs if j["kind"] == "confirm_email")
+    assert confirm["trigger"]["outcome"] == "completed"  # the third job of a follow-up chain
+    assert [(e["job"]["args"]["email"], e["reason"]) for e in dlq] == [
+        ("kim@example.invalid", "terminal_error")
+    ]
+    assert [c["name"] for c in cron] == ["weekly_digest"]
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    assert "<!doctype html>" in page.text.lower()
+    assert refused.status_code == 403  # read-only without --token-env
+    assert "#/dlq" in out
+    assert f"#/jobs/{confirm['id']}" in out
+    assert "no --token-env: serving read-only" in err
+
+
+def test_demo_serve_on_a_port_in_use_fails_before_running(database_url: str) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        result = run_wai("demo", "--database-url", database_url, "--serve", "--port", port)
+    assert result.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}: the address is already in use" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""  # refused before the demo ran
+    alone = run_wai("demo", "--database-url", database_url, "--port", port)
+    assert alone.returncode == 2
+    assert "--host, --port and --token-env go with --serve" in alone.stderr
 
 
 def test_demo_refuses_a_schema_it_did_not_make(database_url: str) -> None:

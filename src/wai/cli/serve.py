@@ -2,9 +2,10 @@
 health probes.
 
 The server itself is :mod:`wai.web` (an optional extra); this module settles the
-token and the client before handing over. Mutations are enabled only when
-``--token-env NAME`` names a set, non-empty variable; otherwise the API is
-read-only, and the command says so.
+socket, the token and the client before handing over. Mutations are enabled only
+when ``--token-env NAME`` names a set, non-empty variable; otherwise the API is
+read-only, and the command says so. ``wai demo --serve`` takes the same options,
+with the helpers below.
 """
 
 from __future__ import annotations
@@ -12,20 +13,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import functools
 import os
+import socket
 from typing import TYPE_CHECKING
 
 from wai._logging import configure as configure_logging
 from wai.cli._app import load_runtime_app
 from wai.cli._common import UsageError, database_url, err, int_in, logging_options, subparser
 from wai.client import AsyncClient
+from wai.errors import WaiError
 
 if TYPE_CHECKING:
     from wai.cli._common import SubParsers
 
-__all__ = ["add_commands"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "add_commands", "listen", "server_options", "token"]
 
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
 _port = int_in(0, 65535, "a port number")
 
 
@@ -46,31 +52,57 @@ def add_commands(sub: SubParsers) -> None:
         help="module:attribute naming a wai.AsyncClient (its database and schema); "
         "without it, a bare client on the database URL",
     )
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=_port, default=8000, help="port to bind (default 8000)")
-    p.add_argument(
+    server_options(p)
+    logging_options(p)
+
+
+def server_options(parser: argparse.ArgumentParser) -> None:
+    """``--host``, ``--port`` and ``--token-env`` of a command serving the admin API."""
+    parser.add_argument(
+        "--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})"
+    )
+    parser.add_argument(
+        "--port",
+        type=_port,
+        default=DEFAULT_PORT,
+        help=f"port to bind (default {DEFAULT_PORT}; 0: a free one, announced)",
+    )
+    parser.add_argument(
         "--token-env",
         metavar="NAME",
         help="environment variable holding the bearer token that mutations need; without "
         "it, or when it is unset or empty, the API is read-only (mutations answer 403)",
     )
-    logging_options(p)
 
 
-def _token(args: argparse.Namespace) -> str | None:
+def listen(args: argparse.Namespace) -> socket.socket:
+    """A socket listening on ``--host``/``--port``; an address in use is a plain error."""
+    from wai._http_server import listening_socket  # the http extra, checked by the caller
+
+    try:
+        return listening_socket(args.host, args.port)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            reason = "the address is already in use (another server?): pass another --port"
+        else:
+            reason = exc.strerror or str(exc)
+        raise WaiError(f"cannot listen on {args.host}:{args.port}: {reason}") from None
+
+
+def token(args: argparse.Namespace) -> str | None:
     """The token from ``--token-env``, or None (read-only), said on stderr."""
     if args.token_env is None:
         err("no --token-env: serving read-only, mutations answer 403", "")
         return None
-    token = os.environ.get(args.token_env, "")
-    if not token.strip():
+    value = os.environ.get(args.token_env, "")
+    if not value.strip():
         err(
             f"--token-env {args.token_env}: the variable is not set (or empty): serving "
             "read-only, mutations answer 403",
             "",
         )
         return None
-    return token
+    return value
 
 
 def _cmd_serve(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
@@ -79,11 +111,14 @@ def _cmd_serve(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     except ImportError as exc:
         raise UsageError(str(exc)) from None
     configure_logging(args.log_level, args.log_format)  # before APP's import logs anything
-    token = _token(args)
+    sock = stack.enter_context(listen(args))  # a port in use fails before anything starts
+    bearer = token(args)
     if args.app is not None:
         client, _url = load_runtime_app(args, stack)
     else:
         client = AsyncClient(database_url(args, stack), schema=args.schema or "wai")
     announce = functools.partial(err, prefix="")
-    asyncio.run(serve(client, token=token, host=args.host, port=args.port, announce=announce))
+    asyncio.run(
+        serve(client, token=bearer, host=args.host, port=args.port, sock=sock, announce=announce)
+    )
     return 0

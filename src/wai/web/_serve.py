@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable
 
 from wai.client import AsyncClient
@@ -15,7 +16,7 @@ try:
     from starlette.applications import Starlette
     from starlette.routing import Mount
 
-    from wai._http_server import SignalServer
+    from wai._http_server import SignalServer, listening_socket
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("wai serve needs the http extra: pip install 'wai[http]'") from exc
 
@@ -35,31 +36,44 @@ async def serve(
     token: str | None,
     host: str = "127.0.0.1",
     port: int = 8000,
+    sock: socket.socket | None = None,
     announce: Callable[[str], None] | None = None,
+    ready: Callable[[str], None] | None = None,
 ) -> None:
-    """Open ``client``, serve its admin API on ``host:port`` until SIGTERM or SIGINT, close it.
+    """Open ``client``, serve its admin API until SIGTERM or SIGINT, close it.
 
-    Without ``token`` the API is read-only. A schema that is not migrated is
-    announced and served anyway: ``/readyz`` answers 503 until it is.
+    It serves on ``sock``, a listening socket (see
+    :func:`wai._http_server.listening_socket`), else on one it opens on
+    ``host:port``. Without ``token`` the API is read-only. A schema that is not
+    migrated is announced and served anyway: ``/readyz`` answers 503 until it is.
+    ``announce`` receives the warnings and a line saying where it serves, and
+    ``ready`` the web UI's URL, once requests to it are answered (or wait for it).
     """
+    if sock is None:
+        sock = listening_socket(host, port)
+    port = int(sock.getsockname()[1])  # the one port 0 got
     app = server_app(client, token=token)
     # log_config=None: uvicorn's records go through the logging the command configured.
     config = uvicorn.Config(
         app, host=host, port=port, lifespan="off", server_header=False, log_config=None
     )
     server = SignalServer(config)
-    async with client:
-        try:
-            await client.check_schema()
-        except SchemaNotMigrated as exc:
+    try:
+        async with client:
+            try:
+                await client.check_schema()
+            except SchemaNotMigrated as exc:
+                if announce is not None:
+                    announce(f"warning: {exc}; /readyz answers 503 until then")
+            where = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+            mode = "read-only" if token is None else "mutations need the bearer token or a session"
             if announce is not None:
-                announce(f"warning: {exc}; /readyz answers 503 until then")
-        where = f"[{host}]" if ":" in host else host
-        mode = "read-only" if token is None else "mutations need the bearer token or a session"
-        if announce is not None:
-            announce(
-                f"admin API on http://{where}:{port}{API_PREFIX}/ and its web UI on "
-                f"http://{where}:{port}/ ({mode}), schema "
-                f"{client.schema!r}, until SIGTERM or Ctrl-C"
-            )
-        await server.serve()
+                announce(
+                    f"admin API on {where}{API_PREFIX}/ and its web UI on {where}/ ({mode}), "
+                    f"schema {client.schema!r}, until SIGTERM or Ctrl-C"
+                )
+            if ready is not None:
+                ready(f"{where}/")
+            await server.serve(sockets=[sock])
+    finally:
+        sock.close()  # uvicorn closes it too, once it has served on it
