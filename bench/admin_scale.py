@@ -2,10 +2,11 @@
 
 Fills a scratch database with ``--jobs`` rows (default 1,000,000: mostly completed, the
 rest spread over every other state, ten kinds, four queues, tags, follow-up chains,
-dead letters and outbox rows), vacuums and analyzes it as autovacuum would, then calls
-every read endpoint of the admin API the web UI uses ``--repeat`` times through the
-real Starlette app (in process, over httpx's ASGI transport: the server's side of each
-request, without a socket) and prints p50, p95 and max per call. The dashboard row is
+dead letters, a day of throughput counts and depth samples), vacuums and analyzes it as
+autovacuum would, then calls every read endpoint of the admin API the web UI uses
+``--repeat`` times through the real Starlette app (in process, over httpx's ASGI
+transport: the server's side of each request, without a socket) and prints p50, p95 and
+max per call. The dashboard row is
 its page's requests issued together, as the UI does. ::
 
     .venv/bin/python bench/admin_scale.py                   # 1M jobs, ~2 min to fill
@@ -100,6 +101,23 @@ FROM moved AS m
 """
 
 
+HISTORY = """
+-- A day of what workers and the leader record: throughput per minute for every queue, kind
+-- and three events, and a depth sample of every queue every 15 seconds.
+INSERT INTO {schema}.throughput (minute, queue, kind, event, n)
+SELECT date_trunc('minute', now()) - make_interval(mins => m), q, k, e, 1 + (m * 7) %% 50
+FROM generate_series(0, %(minutes)s - 1) AS m,
+     unnest(ARRAY['default', 'email', 'billing', 'reports']) AS q,
+     generate_series(0, 9) AS kn, LATERAL (SELECT 'kind_' || kn AS k) AS kk,
+     unnest(ARRAY['completed', 'retried', 'failed']) AS e;
+INSERT INTO {schema}.queue_depth (at, queue, counts, oldest_available_lag)
+SELECT now() - make_interval(secs => s * 15), q,
+       jsonb_build_object('available', 2500, 'running', 50, 'scheduled', 1250), 0.5
+FROM generate_series(0, %(minutes)s * 4 - 1) AS s,
+     unnest(ARRAY['default', 'email', 'billing', 'reports']) AS q;
+"""
+
+
 def _cases(n: int) -> str:
     """A CASE over ``g`` giving each state its share of ``1..n``, in contiguous-free stripes."""
     parts, edge = [], 0
@@ -110,7 +128,7 @@ def _cases(n: int) -> str:
     return " ".join(parts)
 
 
-async def fill(url: str, n: int, dlq: int) -> None:
+async def fill(url: str, n: int, dlq: int, history: int) -> None:
     """Migrate, then insert the jobs, chains and dead letters, then VACUUM ANALYZE."""
     async with wai.AsyncClient(url, schema=SCHEMA) as client:
         await client.migrate()
@@ -125,8 +143,11 @@ async def fill(url: str, n: int, dlq: int) -> None:
             await conn.execute(text.encode(), {"n": n})  # pyright: ignore[reportArgumentType]
         await conn.execute(CHAINS.format(schema=SCHEMA).encode())  # pyright: ignore[reportArgumentType]
         await conn.execute(DLQ.format(schema=SCHEMA).encode(), {"n": dlq})  # pyright: ignore[reportArgumentType]
+        for statement in HISTORY.format(schema=SCHEMA).split(";")[:-1]:
+            await conn.execute(statement.encode(), {"minutes": history})  # pyright: ignore[reportArgumentType]
         await conn.execute(f"VACUUM ANALYZE {SCHEMA}.jobs".encode())  # pyright: ignore[reportArgumentType]
-        await conn.execute(f"VACUUM ANALYZE {SCHEMA}.dlq".encode())  # pyright: ignore[reportArgumentType]
+        for table in ("dlq", "throughput", "queue_depth"):
+            await conn.execute(f"VACUUM ANALYZE {SCHEMA}.{table}".encode())  # pyright: ignore[reportArgumentType]
         cur = await conn.execute(
             f"SELECT state::text, count(*) FROM {SCHEMA}.jobs GROUP BY 1 ORDER BY 2 DESC".encode()  # pyright: ignore[reportArgumentType]
         )
@@ -175,10 +196,19 @@ async def measure(url: str, repeat: int) -> list[tuple[str, list[float]]]:
         before = page["items"][-1]["id"]
         some_job = page["items"][0]["id"]
         chained = (await get("jobs?kind=followup&limit=1"))["items"][0]["trigger"]["job_id"]
-        dashboard = ("queues", "dlq/stats", "outbox/stats", "instances")
+        dashboard = (
+            "queues",
+            "dlq/stats",
+            "outbox/stats",
+            "instances",
+            "stats/throughput?minutes=60",
+            "stats/depth?minutes=60",
+        )
         calls: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
-            ("dashboard (its 4 requests at once)", lambda: asyncio.gather(*map(get, dashboard))),
+            ("dashboard (its 6 requests at once)", lambda: asyncio.gather(*map(get, dashboard))),
             ("queue stats", lambda: get("queues")),
+            ("throughput, last hour", lambda: get("stats/throughput?minutes=60")),
+            ("depth samples, last hour", lambda: get("stats/depth?minutes=60")),
             ("jobs, no filter", lambda: get("jobs?limit=50")),
             ("jobs, state=failed", lambda: get("jobs?state=failed&limit=50")),
             (
@@ -213,6 +243,9 @@ async def main() -> int:
     parser.add_argument("--jobs", type=int, default=1_000_000)
     parser.add_argument("--dlq", type=int, default=5_000)
     parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument(
+        "--history-minutes", type=int, default=1440, help="minutes of throughput and depth"
+    )
     parser.add_argument("--keep", action="store_true", help="reuse and keep the database")
     args = parser.parse_args()
     base = psycopg.conninfo.conninfo_to_dict(args.database_url)
@@ -229,7 +262,7 @@ async def main() -> int:
                 )
             )
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(args.dbname)))
-            await fill(url, args.jobs, args.dlq)
+            await fill(url, args.jobs, args.dlq, args.history_minutes)
     try:
         results = await measure(url, args.repeat)
     finally:
