@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row, tuple_row
 
-from wai._admin import QueueStats
+from wai._admin import TIME_BOUND_SLACK, JobSearch, QueueStats
 from wai._inserts import NewJob, inserted_row
 from wai._instances import RuntimeInstance
 from wai._job import JobRow, JobState
@@ -37,6 +38,7 @@ __all__ = [
     "job_insert_many_ids",
     "job_lineage",
     "job_list",
+    "job_list_params",
     "job_notify_queues",
     "job_retry",
     "migrate_applied",
@@ -342,6 +344,38 @@ async def job_lineage(
     return ancestors, followups, owed
 
 
+def job_list_params(
+    *,
+    state: str | None = None,
+    kind: str | None = None,
+    queue: str | None = None,
+    tag: str | None = None,
+    trigger_job_id: int | None = None,
+    created_after: datetime | None = None,
+    created_before: datetime | None = None,
+    search: JobSearch | None = None,
+    before_id: int | None = None,
+    after_id: int | None = None,
+    limit: int = 100,
+) -> dict[str, Any]:
+    """The parameters of the ``job_list`` query for these (checked) filters."""
+    return {
+        "state": state,
+        "kind": kind,
+        "queue": queue,
+        "tag": tag,
+        "trigger_job_id": trigger_job_id,
+        "created_after": created_after,
+        "created_before": created_before,
+        "slack": TIME_BOUND_SLACK,
+        "search_id": search.job_id if search is not None else None,
+        "search_like": search.pattern if search is not None else None,
+        "before_id": before_id,
+        "after_id": after_id,
+        "limit": limit,
+    }
+
+
 async def job_list(
     conn: AsyncConnection[Any],
     schema: str,
@@ -351,24 +385,29 @@ async def job_list(
     queue: str | None,
     tag: str | None,
     trigger_job_id: int | None,
+    created_after: datetime | None,
+    created_before: datetime | None,
+    search: JobSearch | None,
     before_id: int | None,
+    after_id: int | None,
     limit: int,
 ) -> list[JobRow]:
-    """Jobs newest first, filtered."""
-    return await _rows(
-        conn,
-        "job_list",
-        schema,
-        {
-            "state": state,
-            "kind": kind,
-            "queue": queue,
-            "tag": tag,
-            "trigger_job_id": trigger_job_id,
-            "before_id": before_id,
-            "limit": limit,
-        },
+    """Jobs newest first, filtered (see the ``job_list`` query for how time bounds are read)."""
+    params = job_list_params(
+        state=state,
+        kind=kind,
+        queue=queue,
+        tag=tag,
+        trigger_job_id=trigger_job_id,
+        created_after=created_after,
+        created_before=created_before,
+        search=search,
+        before_id=before_id,
+        after_id=after_id,
+        limit=limit,
     )
+    # planned for these values each time: a prepared generic plan would keep every filter
+    return await _rows(conn, "job_list", schema, params, prepare=False)
 
 
 async def _operated(
