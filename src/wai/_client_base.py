@@ -48,7 +48,7 @@ from wai._sql import validate_schema
 from wai._storable import check_text
 from wai._translate import migrate_command, translate_errors
 from wai._unique import UniqueOpts
-from wai.callbacks import CallbackResolution, Resolved
+from wai.callbacks import CallbackResolution, CallbackTimeout, Resolved, WaitingJob
 from wai.callbacks._ops import CallbackOps
 from wai.cron import Schedule
 from wai.cron._ops import CronOps
@@ -1270,3 +1270,39 @@ class ClientBase:
     ) -> CallbackResolution:
         """:meth:`resolve_callback` inside ``tx`` (from ``client.transaction()``)."""
         return self._callbacks.resolve_callback_in_tx(tx, callback_id, payload, default_action)
+
+    def list_waiting(
+        self,
+        *,
+        queue: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        after: str | None = None,
+    ) -> list[WaitingJob]:
+        """Jobs parked in ``waiting_external`` on a callback, soonest timeout first.
+
+        Each :class:`wai.WaitingJob` carries the job's row, its callback id and
+        timeout, whether the timeout passed (``overdue``: maintenance closes the
+        attempt on its next rescue pass) and whether a handler waits in place.
+        ``queue`` and ``kind`` narrow the listing; pass the last job's ``.cursor``
+        as ``after`` for the next page. Each page is one walk of the index of
+        waiting jobs from the cursor on, however many jobs there are.
+        """
+        return self._callbacks.list_waiting(queue=queue, kind=kind, limit=limit, after=after)
+
+    def list_callback_timeouts(
+        self, *, queue: str | None = None, kind: str | None = None, limit: int = 50
+    ) -> list[CallbackTimeout]:
+        """Recent callback timeouts, newest first: :class:`wai.CallbackTimeout` entries.
+
+        A callback timeout is recorded by maintenance when it closes the attempt: an
+        error entry ``{"rescued": "callback_timeout"}``, the job becoming
+        ``retryable`` (or ``failed`` on its last attempt, or dead-lettered with
+        reason ``callback_timeout``). Listed are the jobs whose last attempt ended
+        so and that have not run again since, found among the 1,000 newest
+        retryable jobs, the 1,000 newest failed jobs and the 1,000 newest
+        dead-letter entries (no index finds a timeout; this bounds the reading): a
+        timeout of an older job, once that many newer ones failed, is not listed.
+        ``queue`` and ``kind`` narrow the listing; ``limit`` is 1 to 1000.
+        """
+        return self._callbacks.list_callback_timeouts(queue=queue, kind=kind, limit=limit)
