@@ -17,7 +17,7 @@ from wai._queues import QueueConfig
 from wai._results import CallbackToken, Cancel, RetryAfter, Snooze, WaitForCallback
 from wai._unique import UniqueOpts
 from wai._version import __version__
-from wai.callbacks import CallbackResolution
+from wai.callbacks import CallbackResolution, CallbackTimeout, WaitingJob
 from wai.client import AsyncClient, Client
 from wai.cron import Schedule
 from wai.dlq import DlqEntry
@@ -46,6 +46,7 @@ __all__ = [
     "AsyncTransaction",
     "CallbackNotFound",
     "CallbackResolution",
+    "CallbackTimeout",
     "CallbackToken",
     "Cancel",
     "Client",
@@ -86,6 +87,7 @@ __all__ = [
     "ValidationError",
     "WaiError",
     "WaitForCallback",
+    "WaitingJob",
     "__version__",
     "bridge",
     "events",

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from wai._job import JobState
+from wai._storable import check_text
 from wai._tally import EVENTS
 from wai.errors import InvalidStateError, JobNotFound, ValidationError
 
@@ -16,12 +18,19 @@ __all__ = [
     "EXACT_COUNT_LIMIT",
     "FINISHED_STATES",
     "LIVE_STATES",
+    "MAX_SEARCH",
     "RETRYABLE_STATES",
+    "TIME_BOUND_SLACK",
+    "JobSearch",
     "QueueDepth",
     "QueueStats",
     "ThroughputMinute",
+    "check_filter_id",
     "check_job_id",
+    "check_time_range",
     "counts_finished_exactly",
+    "like_pattern",
+    "parse_search",
     "queue_stats",
     "rejected",
 ]
@@ -38,6 +47,22 @@ DRAINED_STATES = frozenset(
 )
 
 _MAX_ID = 2**63 - 1
+
+#: How far (seconds) a time bound of :meth:`list_jobs` is moved out before it becomes an
+#: id bound. ``created_at`` is when the inserting transaction began, and ids are taken
+#: when it inserts, so ids follow creation times only up to how long transactions stay
+#: open before they insert a job. Rows within this margin of a bound are read and
+#: checked against it; a transaction open longer than this across a bound is the one
+#: case where jobs may be missed (see :meth:`wai.AsyncClient.list_jobs`).
+TIME_BOUND_SLACK: Final = 5.0
+
+#: The longest search text: no kind is longer (the jobs table holds kinds of 1-200
+#: characters), and a longer text could only match a job id by being a number.
+MAX_SEARCH: Final = 200
+
+_DECIMAL = re.compile(r"#?([0-9]{1,19})")  # ASCII digits: str.isdigit also takes "١٢"
+_LIKE_SPECIAL = re.compile(r"([\\%_])")
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 #: States whose jobs are finished: their counts come from statistics on a large table.
@@ -223,6 +248,84 @@ def check_filter_id(value: object, name: str) -> int | None:
     ):
         raise ValidationError(f"{name} must be a 64-bit integer job id or None, got {value!r}")
     return value
+
+
+def check_time_range(
+    created_after: object, created_before: object
+) -> tuple[datetime | None, datetime | None]:
+    """The time bounds of a job listing, checked: timezone-aware datetimes or None.
+
+    A naive datetime is ambiguous (whose local time?) and raises
+    :class:`wai.ValidationError`, as does an empty range (``created_after`` not
+    before ``created_before``).
+    """
+    for name, value in (("created_after", created_after), ("created_before", created_before)):
+        if value is None:
+            continue
+        if not isinstance(value, datetime):
+            raise ValidationError(
+                f"{name} must be a datetime with a time zone, got {type(value).__name__}"
+            )
+        if value.utcoffset() is None:
+            raise ValidationError(
+                f"{name} must be timezone-aware (e.g. datetime.now(UTC)), got the naive {value}"
+            )
+    after: datetime | None = created_after  # pyright: ignore[reportAssignmentType]
+    before: datetime | None = created_before  # pyright: ignore[reportAssignmentType]
+    if after is not None and before is not None and after >= before:
+        raise ValidationError(
+            f"created_after ({after.isoformat()}) must be earlier than "
+            f"created_before ({before.isoformat()})"
+        )
+    return after, before
+
+
+@dataclass(frozen=True, slots=True)
+class JobSearch:
+    """What a job listing's ``search`` text matches.
+
+    ``job_id`` is the job a decimal text names (None when it names none: not a
+    number, or beyond the 64-bit ids); ``pattern`` is the ``LIKE`` pattern of a
+    kind holding the text, ASCII letters lower-cased (the kind is compared
+    lower-cased too).
+    """
+
+    job_id: int | None
+    pattern: str
+
+
+def like_pattern(text: str) -> str:
+    r"""A ``LIKE`` pattern matching any text that holds ``text`` (ASCII case folded).
+
+    ``%``, ``_`` and ``\`` (the default escape) are escaped, so every character of
+    ``text`` matches itself: ``"50%_off"`` matches ``"x50%_offy"``, not ``"50% off"``.
+    """
+    escaped = _LIKE_SPECIAL.sub(r"\\\1", text.translate(_ASCII_LOWER))
+    return f"%{escaped}%"
+
+
+def parse_search(search: object) -> JobSearch | None:
+    """The :class:`JobSearch` of a job listing's ``search`` text; None for no search.
+
+    A decimal integer (ASCII digits, optionally after ``#`` as the UI shows ids)
+    names a job id and is also looked for in kinds; any other text only in kinds,
+    as it is (no space is stripped). Text that cannot be searched for (not a
+    string, empty, longer than :data:`MAX_SEARCH`, a NUL byte, a lone surrogate)
+    raises :class:`wai.ValidationError`.
+    """
+    if search is None:
+        return None
+    if not isinstance(search, str):
+        raise ValidationError(f"search must be a string, got {type(search).__name__}")
+    if not 1 <= len(search) <= MAX_SEARCH:
+        raise ValidationError(f"search must be 1 to {MAX_SEARCH} characters, got {len(search)}")
+    check_text(search, "search")
+    number = _DECIMAL.fullmatch(search)
+    job_id = int(number.group(1)) if number is not None else None
+    if job_id is not None and not 1 <= job_id <= _MAX_ID:
+        job_id = None
+    # "#12" names job 12; kinds are searched for "12" (no kind wai accepts holds "#")
+    return JobSearch(job_id=job_id, pattern=like_pattern(number.group(1) if number else search))
 
 
 def rejected(

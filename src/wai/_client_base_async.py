@@ -21,6 +21,8 @@ from wai._admin import (
     ThroughputMinute,
     check_filter_id,
     check_job_id,
+    check_time_range,
+    parse_search,
 )
 from wai._connect import CONNECT_TIMEOUT, unreachable
 from wai._context import Job
@@ -47,7 +49,7 @@ from wai._sql import validate_schema
 from wai._storable import check_text
 from wai._translate import migrate_command, translate_errors
 from wai._unique import UniqueOpts
-from wai.callbacks import CallbackResolution, Resolved
+from wai.callbacks import CallbackResolution, CallbackTimeout, Resolved, WaitingJob
 from wai.callbacks._ops_async import AsyncCallbackOps
 from wai.cron import Schedule
 from wai.cron._ops_async import AsyncCronOps
@@ -732,10 +734,48 @@ class AsyncClientBase:
         queue: str | None = None,
         tag: str | None = None,
         trigger_job_id: int | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        search: str | None = None,
         limit: int = 100,
         before_id: int | None = None,
+        after_id: int | None = None,
     ) -> list[JobRow]:
-        """Jobs newest first; pass the last id as ``before_id`` for the next page."""
+        """Jobs newest first (by id); pass the last id as ``before_id`` for the next page.
+
+        ``before_id`` and ``after_id`` keep the jobs whose id is below the first and
+        above the second.
+
+        Every filter given must hold. ``created_after`` and ``created_before``
+        (timezone-aware datetimes; a naive one raises :class:`wai.ValidationError`)
+        keep the jobs created at or after the first and strictly before the second,
+        so consecutive ranges neither overlap nor leave a gap. ``search`` matches a
+        job whose kind holds the text, ASCII letters in any case, every character
+        literally (``%`` and ``_`` are no wildcards); a decimal integer (``"123"``,
+        or ``"#123"``) also matches the job with that id. Text that cannot match
+        (empty, longer than 200 characters, a NUL byte) raises
+        :class:`wai.ValidationError`.
+
+        Time bounds. No index serves ``created_at`` (every insert and update would
+        pay for one): each bound becomes a bound on ids, found by a binary search
+        of the primary key in the same statement (about 20 probes for a million
+        jobs), and only the ids in range are read. Ids follow creation times but
+        for one case: ``created_at`` is when the inserting transaction began (on
+        the server's clock), while the id is taken when it inserts. So each bound
+        is widened by 5 seconds before the search, and every job whose transaction
+        inserted it within 5 seconds of beginning is listed exactly. A transaction
+        that stayed open longer across a bound (began more than 5 seconds before
+        it, inserted a job after it) can hide jobs at that bound: its own jobs at
+        ``created_before``, and at ``created_after`` the jobs inserted between the
+        bound and its insert. A job outside the bounds is never listed.
+
+        Cost. A filter on a state other than available, running or completed walks
+        an index, and so does ``trigger_job_id``. The others (``kind``,
+        ``queue``, ``tag``, ``search``) are checked job by job, newest first,
+        until ``limit`` jobs match: one that matches few jobs reads every job in
+        the id and time range to say so (a million jobs: a few hundred
+        milliseconds). Bound such a listing with a time range or ``after_id``.
+        """
         if state is not None:
             try:
                 state = JobState(state)
@@ -749,7 +789,10 @@ class AsyncClientBase:
             if value is not None:
                 check_text(value, name)
         before_id = check_filter_id(before_id, "before_id")
+        after_id = check_filter_id(after_id, "after_id")
         trigger_job_id = check_filter_id(trigger_job_id, "trigger_job_id")
+        created_after, created_before = check_time_range(created_after, created_before)
+        found = parse_search(search)
         async with self._connection() as conn:
             with translate_errors(self.schema):
                 return await db.job_list(
@@ -760,7 +803,11 @@ class AsyncClientBase:
                     queue=queue,
                     tag=tag,
                     trigger_job_id=trigger_job_id,
+                    created_after=created_after,
+                    created_before=created_before,
+                    search=found,
                     before_id=before_id,
+                    after_id=after_id,
                     limit=limit,
                 )
 
@@ -1275,3 +1322,39 @@ class AsyncClientBase:
         return await self._callbacks.resolve_callback_in_tx(
             tx, callback_id, payload, default_action
         )
+
+    async def list_waiting(
+        self,
+        *,
+        queue: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        after: str | None = None,
+    ) -> list[WaitingJob]:
+        """Jobs parked in ``waiting_external`` on a callback, soonest timeout first.
+
+        Each :class:`wai.WaitingJob` carries the job's row, its callback id and
+        timeout, whether the timeout passed (``overdue``: maintenance closes the
+        attempt on its next rescue pass) and whether a handler waits in place.
+        ``queue`` and ``kind`` narrow the listing; pass the last job's ``.cursor``
+        as ``after`` for the next page. Each page is one walk of the index of
+        waiting jobs from the cursor on, however many jobs there are.
+        """
+        return await self._callbacks.list_waiting(queue=queue, kind=kind, limit=limit, after=after)
+
+    async def list_callback_timeouts(
+        self, *, queue: str | None = None, kind: str | None = None, limit: int = 50
+    ) -> list[CallbackTimeout]:
+        """Recent callback timeouts, newest first: :class:`wai.CallbackTimeout` entries.
+
+        A callback timeout is recorded by maintenance when it closes the attempt: an
+        error entry ``{"rescued": "callback_timeout"}``, the job becoming
+        ``retryable`` (or ``failed`` on its last attempt, or dead-lettered with
+        reason ``callback_timeout``). Listed are the jobs whose last attempt ended
+        so and that have not run again since, found among the 1,000 newest
+        retryable jobs, the 1,000 newest failed jobs and the 1,000 newest
+        dead-letter entries (no index finds a timeout; this bounds the reading): a
+        timeout of an older job, once that many newer ones failed, is not listed.
+        ``queue`` and ``kind`` narrow the listing; ``limit`` is 1 to 1000.
+        """
+        return await self._callbacks.list_callback_timeouts(queue=queue, kind=kind, limit=limit)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from psycopg import AsyncConnection, sql
@@ -19,6 +20,8 @@ from psycopg.rows import dict_row, tuple_row
 
 from wai._admin import (
     EXACT_COUNT_LIMIT,
+    TIME_BOUND_SLACK,
+    JobSearch,
     QueueDepth,
     QueueStats,
     ThroughputMinute,
@@ -44,6 +47,7 @@ __all__ = [
     "job_insert_many_ids",
     "job_lineage",
     "job_list",
+    "job_list_params",
     "job_notify_queues",
     "job_retry",
     "migrate_applied",
@@ -352,6 +356,38 @@ async def job_lineage(
     return ancestors, followups, owed
 
 
+def job_list_params(
+    *,
+    state: str | None = None,
+    kind: str | None = None,
+    queue: str | None = None,
+    tag: str | None = None,
+    trigger_job_id: int | None = None,
+    created_after: datetime | None = None,
+    created_before: datetime | None = None,
+    search: JobSearch | None = None,
+    before_id: int | None = None,
+    after_id: int | None = None,
+    limit: int = 100,
+) -> dict[str, Any]:
+    """The parameters of the ``job_list`` query for these (checked) filters."""
+    return {
+        "state": state,
+        "kind": kind,
+        "queue": queue,
+        "tag": tag,
+        "trigger_job_id": trigger_job_id,
+        "created_after": created_after,
+        "created_before": created_before,
+        "slack": TIME_BOUND_SLACK,
+        "search_id": search.job_id if search is not None else None,
+        "search_like": search.pattern if search is not None else None,
+        "before_id": before_id,
+        "after_id": after_id,
+        "limit": limit,
+    }
+
+
 async def job_list(
     conn: AsyncConnection[Any],
     schema: str,
@@ -361,24 +397,29 @@ async def job_list(
     queue: str | None,
     tag: str | None,
     trigger_job_id: int | None,
+    created_after: datetime | None,
+    created_before: datetime | None,
+    search: JobSearch | None,
     before_id: int | None,
+    after_id: int | None,
     limit: int,
 ) -> list[JobRow]:
-    """Jobs newest first, filtered."""
-    return await _rows(
-        conn,
-        "job_list",
-        schema,
-        {
-            "state": state,
-            "kind": kind,
-            "queue": queue,
-            "tag": tag,
-            "trigger_job_id": trigger_job_id,
-            "before_id": before_id,
-            "limit": limit,
-        },
+    """Jobs newest first, filtered (see the ``job_list`` query for how time bounds are read)."""
+    params = job_list_params(
+        state=state,
+        kind=kind,
+        queue=queue,
+        tag=tag,
+        trigger_job_id=trigger_job_id,
+        created_after=created_after,
+        created_before=created_before,
+        search=search,
+        before_id=before_id,
+        after_id=after_id,
+        limit=limit,
     )
+    # planned for these values each time: a prepared generic plan would keep every filter
+    return await _rows(conn, "job_list", schema, params, prepare=False)
 
 
 async def _operated(

@@ -83,6 +83,34 @@ def test_jobs_list_filters_and_pages(database_url: str, jobs: list[wai.JobRow]) 
     assert ids("--queue", HOSTILE) == []
 
 
+def test_jobs_list_by_search_and_time_range(database_url: str, jobs: list[wai.JobRow]) -> None:
+    def ids(*args: str) -> list[int]:
+        return [j["id"] for j in wai_json(database_url, "jobs", "list", *args)]
+
+    execute(
+        database_url,
+        "UPDATE wai.jobs SET created_at = '2026-05-01T12:00:00Z'::timestamptz"
+        " + (id - %s) * interval '1 hour'",
+        (jobs[0].id,),
+    )
+    assert ids("--search", "EMAIL") == [jobs[1].id, jobs[0].id]
+    assert ids("--search", str(jobs[2].id)) == [jobs[2].id]
+    assert ids("--search", "%") == []  # literal: no kind holds a percent sign
+    assert ids("--created-after", "2026-05-01T13:00:00Z") == [jobs[2].id, jobs[1].id]
+    assert ids("--created-before", "2026-05-01T13:00:00+00:00") == [jobs[0].id]
+    assert ids("--created-after", "2026-05-01T13:00:00Z", "--search", "resize") == [jobs[2].id]
+    assert ids("--created-after", "1h") == []  # an hour ago: these were made in May 2026
+    assert len(ids("--created-before", "1h")) == 3
+    naive = run_wai(
+        "--database-url", database_url, "jobs", "list", "--created-after", "2026-05-01T12:00"
+    )
+    assert naive.returncode == 2
+    assert "has no UTC offset" in naive.stderr
+    assert "search must be 1 to 200 characters" in wai_fails(
+        database_url, "jobs", "list", "--search", "x" * 300, status=2
+    )
+
+
 def test_jobs_list_table_has_headers_and_a_paging_hint(
     database_url: str, jobs: list[wai.JobRow]
 ) -> None:

@@ -9,6 +9,8 @@ in which a generic plan once scanned every running row per batch.
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime, timedelta
 from typing import Any, LiteralString, cast
 
 import psycopg
@@ -19,6 +21,7 @@ from psycopg.adapt import Transformer
 
 import wai
 from tests.integration._helpers import Work, wait_for
+from wai._db import job_list_params
 from wai._sql import query
 from wai.maintenance import Analyzer, AnalyzerResult
 from wai.maintenance.analyzer import needs_analyze
@@ -158,17 +161,41 @@ def test_a_job_list_filtered_by_state_walks_the_state_index(
     with analyzed._connection() as conn:
         cur = conn.execute(
             "EXPLAIN " + query("job_list", analyzed.schema),
-            {
-                "state": state,
-                "kind": None,
-                "queue": None,
-                "tag": None,
-                "trigger_job_id": None,
-                "before_id": None,
-                "limit": 50,
-            },
+            job_list_params(state=state, limit=50),
             prepare=False,
         )
         plan = "\n".join(row[0] for row in cur.fetchall())
     assert "jobs_state_idx" in plan, plan
     assert "Seq Scan" not in plan, plan
+
+
+@pytest.mark.parametrize(
+    ("filters", "index"),
+    [
+        ({}, "jobs_pkey"),
+        ({"state": "failed"}, "jobs_state_idx"),
+        ({"kind": "work"}, "jobs_pkey"),
+    ],
+)
+def test_a_job_list_by_time_reads_an_id_range_found_on_the_primary_key(
+    analyzed: wai.Client, filters: dict[str, Any], index: str
+) -> None:
+    # no index serves created_at: the bounds become bounds of the index the listing walks
+    now = datetime.now(UTC)
+    params = job_list_params(
+        created_after=now - timedelta(hours=1), created_before=now, limit=50, **filters
+    )
+    with analyzed._connection() as conn:
+        cur = conn.execute("EXPLAIN " + query("job_list", analyzed.schema), params, prepare=False)
+        plan = "\n".join(row[0] for row in cur.fetchall())
+    assert "Seq Scan" not in plan, plan
+    assert "Recursive Union" in plan, plan  # the binary search
+    lines = plan.splitlines()
+    # the listing's scan: the index, its condition the id bounds the search found ($n)
+    bounded = [
+        lines[i - 1]
+        for i, line in enumerate(lines)
+        if "Index Cond" in line and re.search(r"id >= \$\d+\).*\(id <= \$\d+\)", line)
+    ]
+    assert bounded, plan
+    assert re.search(rf"(Bitmap Index Scan on|using) {index}\b", bounded[0]), plan

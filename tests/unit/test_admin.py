@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -11,10 +12,15 @@ from wai._admin import (
     CANCELLABLE_STATES,
     EXACT_COUNT_LIMIT,
     FINISHED_STATES,
+    MAX_SEARCH,
     RETRYABLE_STATES,
+    JobSearch,
     QueueStats,
     check_job_id,
+    check_time_range,
     counts_finished_exactly,
+    like_pattern,
+    parse_search,
     queue_stats,
     rejected,
 )
@@ -125,3 +131,103 @@ def test_finished_jobs_are_counted_on_small_tables_only(
 )
 def test_parse_cancel(payload: str, expected: tuple[int, int] | None) -> None:
     assert parse_cancel(payload) == expected
+
+
+# -- job list filters: search text and time range --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "pattern"),
+    [
+        ("send", "%send%"),
+        ("Send_Email", "%send\\_email%"),
+        ("50%", "%50\\%%"),
+        ("a\\b", "%a\\\\b%"),
+        ("%_\\", "%\\%\\_\\\\%"),
+        ("ÉTÉ", "%ÉtÉ%"),  # ASCII letters only: the kind is lower-cased in the C collation
+    ],
+)
+def test_like_pattern_escapes_wildcards_and_folds_ascii_case(text: str, pattern: str) -> None:
+    assert like_pattern(text) == pattern
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("billing", JobSearch(job_id=None, pattern="%billing%")),
+        ("123", JobSearch(job_id=123, pattern="%123%")),
+        ("#123", JobSearch(job_id=123, pattern="%123%")),
+        ("007", JobSearch(job_id=7, pattern="%007%")),
+        ("0", JobSearch(job_id=None, pattern="%0%")),  # no job has id 0
+        ("9223372036854775807", JobSearch(job_id=2**63 - 1, pattern="%9223372036854775807%")),
+        ("9223372036854775808", JobSearch(job_id=None, pattern="%9223372036854775808%")),
+        ("12345678901234567890", JobSearch(job_id=None, pattern="%12345678901234567890%")),
+        ("-5", JobSearch(job_id=None, pattern="%-5%")),
+        (" 12", JobSearch(job_id=None, pattern="% 12%")),  # taken as it is
+        ("\uff11\uff12", JobSearch(job_id=None, pattern="%\uff11\uff12%")),  # not ASCII digits
+        ("#", JobSearch(job_id=None, pattern="%#%")),
+    ],
+)
+def test_parse_search(text: str, expected: JobSearch) -> None:
+    assert parse_search(text) == expected
+
+
+def test_parse_search_none_is_no_search() -> None:
+    assert parse_search(None) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("", "1 to 200 characters, got 0"),
+        ("x" * (MAX_SEARCH + 1), "1 to 200 characters, got 201"),
+        ("x" * 10_000_000, "got 10000000"),
+        ("a\x00b", "search: contains a NUL byte"),
+        ("\ud800", "search: contains a lone surrogate"),
+        (12, "search must be a string, got int"),
+        (b"send", "search must be a string, got bytes"),
+    ],
+)
+def test_parse_search_refuses_what_cannot_be_searched(value: object, message: str) -> None:
+    with pytest.raises(wai.ValidationError, match=message):
+        parse_search(value)
+
+
+def test_check_time_range_takes_aware_datetimes() -> None:
+    now = datetime.now(UTC)
+    paris = timezone(timedelta(hours=1))
+    assert check_time_range(None, None) == (None, None)
+    assert check_time_range(now, None) == (now, None)
+    assert check_time_range(None, now) == (None, now)
+    earlier = (now - timedelta(seconds=1)).astimezone(paris)
+    assert check_time_range(earlier, now) == (earlier, now)
+
+
+@pytest.mark.parametrize(
+    ("after", "before", "message"),
+    [
+        (datetime(2026, 1, 1), None, "created_after must be timezone-aware"),
+        (None, datetime(2026, 1, 1), "created_before must be timezone-aware"),
+        (
+            "2026-01-01T00:00:00Z",
+            None,
+            "created_after must be a datetime with a time zone, got str",
+        ),
+        (None, 1767225600, "created_before must be a datetime with a time zone, got int"),
+        (
+            datetime(2026, 1, 2, tzinfo=UTC),
+            datetime(2026, 1, 1, tzinfo=UTC),
+            "must be earlier than created_before",
+        ),
+        (  # the same instant in two zones: an empty range
+            datetime(2026, 1, 1, 1, tzinfo=timezone(timedelta(hours=1))),
+            datetime(2026, 1, 1, tzinfo=UTC),
+            "must be earlier than created_before",
+        ),
+    ],
+)
+def test_check_time_range_refuses_naive_and_empty_ranges(
+    after: object, before: object, message: str
+) -> None:
+    with pytest.raises(wai.ValidationError, match=message):
+        check_time_range(after, before)

@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
 
+from wai._job import JobRow
 from wai.callbacks import (
     CallbackExpressions,
+    CallbackTimeout,
     check_timeout,
     compile_expressions,
     decide_resolution,
     parse_callback_id,
     payload_json,
+)
+from wai.callbacks._ops import newest_first
+from wai.callbacks._waiting import (
+    WaitingCursor,
+    decode_waiting_cursor,
+    encode_waiting_cursor,
+    timed_out_at,
 )
 from wai.errors import CallbackNotFound, SerializationError, ValidationError
 
@@ -105,3 +115,90 @@ def test_a_transform_that_builds_unstorable_text_resolves_nothing(
         ValidationError, match=f"^callback transform result.*: contains a {problem}"
     ):
         decide_resolution(exprs, {}, "complete")
+
+
+# -- what operators see: waiting jobs' cursors, timeout times and order ------------------
+
+
+def test_a_waiting_cursor_round_trips() -> None:
+    at = datetime(2026, 5, 1, 12, 0, 0, 123456, tzinfo=timezone(timedelta(hours=2)))
+    cursor = encode_waiting_cursor(at, 42)
+    assert cursor == "2026-05-01T12:00:00.123456+02:00/42"
+    assert decode_waiting_cursor(cursor) == WaitingCursor(at, 42)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "nope",
+        "2026-05-01T12:00:00+00:00",
+        "2026-05-01T12:00:00/1",  # no offset: ambiguous
+        "2026-05-01T12:00:00+00:00/abc",
+        "2026-05-01T12:00:00+00:00/-1",
+        "2026-05-01T12:00:00+00:00/١٢",  # digits, not ASCII ones
+        "2026-05-01T12:00:00+00:00/99999999999999999999",
+        "x" * 101,
+        None,
+        12,
+    ],
+)
+def test_a_waiting_cursor_wai_did_not_make_is_refused(bad: object) -> None:
+    with pytest.raises(ValidationError, match="invalid waiting-job cursor"):
+        decode_waiting_cursor(bad)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2026-05-01T12:00:00.5+00:00", datetime(2026, 5, 1, 12, 0, 0, 500000, tzinfo=UTC)),
+        ("2026-05-01T12:00:00", None),  # naive: not a time wai wrote
+        ("yesterday", None),
+        (None, None),
+        (12, None),
+        ("9" * 100, None),
+    ],
+)
+def test_timed_out_at_reads_an_error_entry_time_or_gives_none(
+    text: object, expected: datetime | None
+) -> None:
+    assert timed_out_at(text) == expected
+
+
+def _timeout(job_id: int, at: datetime | None) -> CallbackTimeout:
+    now = datetime(2026, 5, 1, tzinfo=UTC)
+    row = JobRow.from_record(
+        {
+            "id": job_id,
+            "kind": "k",
+            "queue": "q",
+            "args": {},
+            "state": "failed",
+            "priority": 2,
+            "attempt": 1,
+            "max_attempts": 1,
+            "run_at": now,
+            "attempted_at": now,
+            "heartbeat_at": None,
+            "deadline_at": None,
+            "finalized_at": now,
+            "created_at": now,
+            "errors": [],
+            "metadata": {},
+            "tags": [],
+            "run_lease": 1,
+        }
+    )
+    return CallbackTimeout(job=row, timed_out_at=at, dead_lettered=False)
+
+
+def test_callback_timeouts_come_newest_first_and_unknown_times_last() -> None:
+    t0 = datetime(2026, 5, 1, tzinfo=UTC)
+    found = [
+        _timeout(1, t0),
+        _timeout(2, None),
+        _timeout(3, t0 + timedelta(minutes=5)),
+        _timeout(4, None),
+        _timeout(5, t0),
+    ]
+    assert [t.job.id for t in newest_first(found)] == [3, 5, 1, 4, 2]

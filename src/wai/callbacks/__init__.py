@@ -7,7 +7,9 @@ place; an outside system then resolves it by id, through a client
 signed HTTP ingress.
 
 ``_models`` holds callback ids, timeouts, CEL expressions and resolution
-decisions without I/O; ``_queries_async`` the Python of
+decisions without I/O; ``_waiting`` what operators see of parked jobs and
+callback timeouts (:class:`WaitingJob`, :class:`CallbackTimeout`, their
+cursors); ``_queries_async`` the Python of
 ``sql/queries/callbacks.sql``; ``_ops_async`` the resolutions the clients
 delegate to (``_queries`` and ``_ops`` are their generated sync twins);
 :mod:`wai.callbacks.signing` signs and verifies HTTP callback requests (its
@@ -35,6 +37,7 @@ from wai.callbacks._models import (
     payload_json,
     resolution_outcome,
 )
+from wai.callbacks._waiting import CallbackTimeout, WaitingJob
 from wai.callbacks.signing import InvalidSignature, callback_url, sign, verify
 
 __all__ = [
@@ -42,10 +45,12 @@ __all__ = [
     "RETRY_ERROR",
     "CallbackExpressions",
     "CallbackResolution",
+    "CallbackTimeout",
     "Decision",
     "InvalidSignature",
     "ResolveRequest",
     "Resolved",
+    "WaitingJob",
     "callback_url",
     "check_error",
     "check_timeout",

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from psycopg import Connection
 
-from wai._core import ClientCore, borrow
+from wai._core import ClientCore, borrow, translated
 from wai._job import JobRow, JobState
-from wai._kinds import dumps
+from wai._kinds import check_int, dumps, validate_queue
+from wai._storable import check_text
 from wai._translate import translate_errors
 from wai.callbacks import _queries as callback_db
 from wai.callbacks._models import (
@@ -25,13 +27,21 @@ from wai.callbacks._models import (
     parse_callback_id,
     payload_json,
 )
+from wai.callbacks._waiting import (
+    TIMEOUT_SCAN,
+    CallbackTimeout,
+    WaitingJob,
+    decode_waiting_cursor,
+)
 from wai.errors import CallbackNotFound, InvalidStateError, ValidationError
 from wai.transitions._apply import apply_resolution
 
 if TYPE_CHECKING:
     from wai._client_base import Transaction
 
-__all__ = ["CallbackOps"]
+__all__ = ["CallbackOps", "newest_first"]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _complete(callback_id: object, payload: Any) -> ResolveRequest:
@@ -208,3 +218,50 @@ class CallbackOps:
     ) -> CallbackResolution:
         """:meth:`resolve_callback` inside ``tx`` (from ``client.transaction()``)."""
         return _resolution(self._apply(_resolve(callback_id, payload, default_action), tx))
+
+    # -- what operators see ---------------------------------------------------------
+
+    def list_waiting(
+        self,
+        *,
+        queue: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        after: str | None = None,
+    ) -> list[WaitingJob]:
+        """Jobs parked on a callback, soonest timeout first; continue ``after`` a cursor."""
+        _check_filters(queue, kind)
+        limit = check_int("limit", limit, 1, 10_000)
+        cursor = decode_waiting_cursor(after) if after is not None else None
+        with translated(self._core) as conn:
+            return callback_db.job_waiting_list(
+                conn, self._core.schema, queue=queue, kind=kind, after=cursor, limit=limit
+            )
+
+    def list_callback_timeouts(
+        self, *, queue: str | None = None, kind: str | None = None, limit: int = 50
+    ) -> list[CallbackTimeout]:
+        """Recent callback timeouts, newest first (see the client method)."""
+        _check_filters(queue, kind)
+        limit = check_int("limit", limit, 1, 1000)
+        with translated(self._core) as conn:
+            found = callback_db.job_callback_timeouts(
+                conn, self._core.schema, queue=queue, kind=kind, scan=TIMEOUT_SCAN
+            )
+        return newest_first(found)[:limit]
+
+
+def _check_filters(queue: str | None, kind: str | None) -> None:
+    if queue is not None:
+        validate_queue(queue)
+    if kind is not None:
+        check_text(kind, "kind")
+
+
+def newest_first(timeouts: list[CallbackTimeout]) -> list[CallbackTimeout]:
+    """Newest timeout first; those without a readable time last, newest job first."""
+    return sorted(
+        timeouts,
+        key=lambda t: (t.timed_out_at is not None, t.timed_out_at or _EPOCH, t.job.id),
+        reverse=True,
+    )

@@ -14,6 +14,7 @@ from wai._db import channel
 from wai._job import JobRow
 from wai._sql import query, validate_schema
 from wai.callbacks._models import CallbackExpressions
+from wai.callbacks._waiting import CallbackTimeout, WaitingCursor, WaitingJob
 
 __all__ = [
     "callback_channel",
@@ -28,8 +29,10 @@ __all__ = [
     "job_callback_resume",
     "job_callback_retry",
     "job_callback_take",
+    "job_callback_timeouts",
     "job_callback_unpark",
     "job_callback_wait_specs",
+    "job_waiting_list",
 ]
 
 
@@ -203,3 +206,41 @@ def job_callback_heartbeat(
         conn, "job_callback_heartbeat", schema, {"callback_id": callback_id, "timeout": timeout}
     )
     return rows[0] if rows else None
+
+
+def job_waiting_list(
+    conn: Connection[Any],
+    schema: str,
+    *,
+    queue: str | None,
+    kind: str | None,
+    after: WaitingCursor | None,
+    limit: int,
+) -> list[WaitingJob]:
+    """Parked jobs, soonest timeout first, after the cursor."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(
+            query("job_waiting_list", schema),
+            {
+                "queue": queue,
+                "kind": kind,
+                "after_at": after.timeout_at if after is not None else None,
+                "after_id": after.job_id if after is not None else None,
+                "limit": limit,
+            },
+            # planned for the cursor given: a generic plan could not bound the index walk
+            prepare=False,
+        )
+        return [WaitingJob.from_record(r) for r in cur.fetchall()]
+
+
+def job_callback_timeouts(
+    conn: Connection[Any], schema: str, *, queue: str | None, kind: str | None, scan: int
+) -> list[CallbackTimeout]:
+    """Jobs whose last attempt timed out on its callback, among the ``scan`` newest of each
+    source (unordered)."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(
+            query("job_callback_timeouts", schema), {"queue": queue, "kind": kind, "scan": scan}
+        )
+        return [CallbackTimeout.from_record(r) for r in cur.fetchall()]

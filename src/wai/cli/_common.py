@@ -9,9 +9,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TextIO
 
 import psycopg
@@ -202,6 +203,23 @@ def timestamp(text: str) -> datetime:
             f"{text!r} has no UTC offset: add Z or +HH:MM (e.g. 2026-05-01T12:00:00Z)"
         )
     return value
+
+
+_AGO = re.compile(r"([0-9]{1,9})(s|m|h|d)")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def moment(text: str) -> datetime:
+    """An argparse type: an ISO 8601 date and time with a UTC offset, or a duration ago
+    (``30s``, ``15m``, ``2h``, ``7d``) counted back from now."""
+    ago = _AGO.fullmatch(text)
+    if ago is None:
+        return timestamp(text)
+    seconds = int(ago.group(1)) * _UNITS[ago.group(2)]
+    try:
+        return datetime.now(UTC) - timedelta(seconds=seconds)
+    except OverflowError:
+        raise argparse.ArgumentTypeError(f"{text!r} ago is before the year 1") from None
 
 
 # -- output -------------------------------------------------------------------------------

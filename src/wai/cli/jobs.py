@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING
 
 from wai._job import JobState
 from wai.cli import _tables
-from wai.cli._common import admin_client, err, group, int_in, json_option, limit, subparser
+from wai.cli._common import (
+    admin_client,
+    err,
+    group,
+    int_in,
+    json_option,
+    limit,
+    moment,
+    subparser,
+)
 
 if TYPE_CHECKING:
     from wai.cli._common import SubParsers
@@ -28,6 +37,25 @@ def add_commands(sub: SubParsers) -> None:
     p.add_argument("--kind", metavar="KIND", help="only jobs of this kind")
     p.add_argument("--queue", metavar="QUEUE", help="only jobs of this queue")
     p.add_argument("--tag", metavar="TAG", help="only jobs carrying this tag")
+    p.add_argument(
+        "--search",
+        metavar="TEXT",
+        help="only jobs whose kind holds TEXT (any case, %% and _ literal); "
+        "a number also finds the job with that id",
+    )
+    p.add_argument(
+        "--created-after",
+        type=moment,
+        metavar="TIME",
+        help="only jobs created at or after TIME: ISO 8601 with a UTC offset "
+        "(2026-05-01T12:00:00Z), or a duration ago (30s, 15m, 2h, 7d)",
+    )
+    p.add_argument(
+        "--created-before",
+        type=moment,
+        metavar="TIME",
+        help="only jobs created before TIME (as --created-after)",
+    )
     p.add_argument(
         "--limit", type=limit, default=100, metavar="N", help="at most N jobs (default 100)"
     )
@@ -68,6 +96,9 @@ def _cmd_list(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         kind=args.kind,
         queue=args.queue,
         tag=args.tag,
+        search=args.search,
+        created_after=args.created_after,
+        created_before=args.created_before,
         limit=args.limit,
         before_id=args.before_id,
     )

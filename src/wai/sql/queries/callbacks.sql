@@ -244,3 +244,60 @@ remembered AS (
     RETURNING 1
 )
 SELECT EXISTS (SELECT 1 FROM remembered) AS fresh, (SELECT count(*) FROM purged) AS purged;
+
+-- name: job_waiting_list :many
+-- The jobs parked in waiting_external on a callback, soonest timeout first, after the
+-- cursor (%(after_at)s, %(after_id)s): a walk of jobs_waiting_idx, which holds only
+-- waiting rows, from the cursor up to the LIMIT. Registering a callback sets its timeout,
+-- so every parked job has one (a row edited by hand without one is left out; the job
+-- list shows it). `overdue`: the timeout passed on the server's clock, and the next
+-- rescue pass of maintenance closes the attempt. Run unprepared, so the cursor's bound
+-- reaches the index.
+SELECT j.*, j.callback_timeout_at < now() AS overdue
+FROM {schema}.jobs AS j
+WHERE j.state = 'waiting_external'
+  AND j.callback_timeout_at IS NOT NULL
+  AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+  AND (%(kind)s::text IS NULL OR j.kind = %(kind)s::text)
+  AND (%(after_at)s::timestamptz IS NULL
+       OR (j.callback_timeout_at >= %(after_at)s::timestamptz
+           AND (j.callback_timeout_at > %(after_at)s::timestamptz
+                OR j.id > %(after_id)s::bigint)))
+ORDER BY j.callback_timeout_at, j.id
+LIMIT %(limit)s;
+
+-- name: job_callback_timeouts :many
+-- Recent callback timeouts: jobs whose last attempt maintenance closed because its
+-- callback timed out, as they are now. The rescue records it in the attempt's error entry
+-- (`rescued`: callback_timeout) and the job becomes retryable (a retry is due at run_at)
+-- or failed, or moves to the dead-letter queue with reason callback_timeout. No index
+-- finds such entries, so each source is read newest first up to %(scan)s rows: the
+-- newest retryable and the newest failed jobs (jobs_state_idx), and the newest
+-- dead-letter entries (dlq_at_idx). A job that ran again since is no longer one of them
+-- (its errors keep the entry). `timed_out_at` is the error entry's time (text, parsed by
+-- the caller: a hand-edited entry must not fail the statement), or when the job was
+-- dead-lettered (in the rescue's transaction).
+WITH candidates AS (
+    -- (state, id) descending: jobs_state_idx read backward, with the state fixed
+    (SELECT j.* FROM {schema}.jobs AS j WHERE j.state = 'retryable'
+     ORDER BY j.state DESC, j.id DESC LIMIT %(scan)s)
+    UNION ALL
+    (SELECT j.* FROM {schema}.jobs AS j WHERE j.state = 'failed'
+     ORDER BY j.state DESC, j.id DESC LIMIT %(scan)s)
+),
+dead AS (
+    SELECT d.job, d.reason, d.dlq_at FROM {schema}.dlq AS d
+    ORDER BY d.dlq_at DESC, d.job_id DESC
+    LIMIT %(scan)s
+)
+SELECT c.*, c.errors -> -1 ->> 'at' AS timed_out_at, NULL::timestamptz AS dlq_at
+FROM candidates AS c
+WHERE c.errors -> -1 ->> 'rescued' = 'callback_timeout'
+  AND (%(queue)s::text IS NULL OR c.queue = %(queue)s::text)
+  AND (%(kind)s::text IS NULL OR c.kind = %(kind)s::text)
+UNION ALL
+SELECT j.*, NULL AS timed_out_at, d.dlq_at
+FROM dead AS d, LATERAL jsonb_populate_record(NULL::{schema}.jobs, d.job) AS j
+WHERE d.reason = 'callback_timeout'
+  AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+  AND (%(kind)s::text IS NULL OR j.kind = %(kind)s::text);
