@@ -46,6 +46,8 @@ class World:
     xss_dead: int = 0
     outbox_failed: int = 0
     schedule: str = "nightly-report"
+    overdue: int = 0  # a job parked on a callback whose timeout passed
+    timed_out: int = 0  # a job whose callback timed out: retryable
 
 
 async def _sql(client: wai.AsyncClient, query: LiteralString, params: Any = None) -> None:
@@ -192,6 +194,7 @@ async def seed(url: str, *, hostile: bool = True) -> World:
         await _schedules(client, world, hostile)
         await _instances(client)
         await _history(client)
+        await _callbacks(client, world, hostile)
         await _dress(client)
     return world
 
@@ -216,6 +219,27 @@ async def _history(client: wai.AsyncClient) -> None:
         "        (g % 5) * 1.5"
         " FROM generate_series(1, 59) AS g, (VALUES ('email'), ('images')) AS q(name)",
     )
+
+
+async def _callbacks(client: wai.AsyncClient, world: World, hostile: bool) -> None:
+    """A parked job whose callback is overdue (its kind hostile text), and one whose
+    callback timed out: maintenance made it retryable, its retry due in a minute."""
+    overdue = await make(client, "waiting_external", queue="email")
+    await _sql(
+        client,
+        "UPDATE wai.jobs SET callback_timeout_at = now() - interval '2 minutes', kind = %s"
+        " WHERE id = %s",
+        (XSS_IMG if hostile else "send_email", overdue.id),
+    )
+    timed_out = await make(client, "retryable", queue="email")
+    await _sql(
+        client,
+        "UPDATE wai.jobs SET run_at = now() + interval '1 minute', errors = jsonb_build_array("
+        "jsonb_build_object('error', 'callback timed out', 'attempt', 1, 'at',"
+        " now() - interval '4 minutes', 'rescued', 'callback_timeout')) WHERE id = %s",
+        (timed_out.id,),
+    )
+    world.overdue, world.timed_out = overdue.id, timed_out.id
 
 
 async def _hostile_job(client: wai.AsyncClient) -> int:

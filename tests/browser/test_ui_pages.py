@@ -4,8 +4,10 @@ lineage, fits a phone, and offers no action until the browser signs in."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
+import httpx
 import pytest
 
 from tests.browser._world import XSS_IMG, XSS_SCRIPT, XSS_SVG
@@ -19,6 +21,7 @@ PAGES = [
     ("#/queues", ["email", "reports", "signup"]),
     ("#/jobs", ["send_welcome", "weekly_report", "newsletter", "resize_image"]),
     ("#/jobs/{chain1}", ["send_welcome", "Lineage", "Attempts"]),
+    ("#/callbacks", ["Waiting", "overdue", "Recent timeouts", "#{timed_out}", "retryable"]),
     ("#/dlq", ["billing", "invoice-3", "max_attempts_exhausted", "terminal_error"]),
     ("#/dlq/{dead0}", ["Dead-letter entry", "billing", "Your card was declined."]),
     ("#/cron", ["nightly-report", "cleanup/hourly", "0 3 * * *"]),
@@ -29,7 +32,7 @@ PAGES = [
 
 def _hash(template: str, server: Server) -> str:
     w = server.world
-    return template.format(chain1=w.chain[1], dead0=w.dead[0])
+    return template.format(chain1=w.chain[1], dead0=w.dead[0], timed_out=w.timed_out)
 
 
 @pytest.mark.parametrize(("template", "expected"), PAGES, ids=[p for p, _ in PAGES])
@@ -37,6 +40,7 @@ def test_every_page_loads_clean_with_its_rows(ui: Ui, template: str, expected: l
     ui.goto(_hash(template, ui.server))
     text = ui.main_text()
     for snippet in expected:
+        snippet = _hash(snippet, ui.server)
         assert snippet in text, f"{template}: {snippet!r} not shown"
     assert "Could not" not in text
     assert ui.page.title().endswith("· wai")
@@ -101,6 +105,7 @@ def test_hostile_text_shows_as_text_everywhere(ui: Ui) -> None:
         (f"#/dlq/{w.xss_dead}", ["ValueError: bad template", XSS_SCRIPT]),
         ("#/cron", [XSS_SCRIPT, XSS_IMG[:20]]),  # the kind, clipped in the table
         ("#/outbox", ["Traceback (most recent call last):"]),
+        ("#/callbacks", [XSS_IMG[:20]]),  # the kind, clipped in the table
     ]:
         ui.goto(target)
         if target.startswith("#/jobs/"):  # the lineage comes in after the page
@@ -148,6 +153,89 @@ def test_jobs_filters_are_reflected_in_the_hash(ui: Ui) -> None:
     ui.goto("#/jobs?state=nope")
     assert "state must be one of" in ui.main_text()  # the API's message, readable
     ui.allow(400, "/api/v1/jobs?state=nope")
+
+
+def test_jobs_search_and_time_range_are_reflected_in_the_hash(ui: Ui) -> None:
+    ui.goto("#/jobs")
+    page = ui.page
+
+    def submit() -> None:
+        renders = ui.renders()
+        page.click("form.filters button[type=submit]")
+        ui.wait_render(renders)
+
+    def kinds() -> list[str]:
+        return page.locator("#main tbody td:nth-child(2)").all_inner_texts()
+
+    page.fill("#filter-search", "  SEND_e ")
+    submit()
+    assert page.evaluate("location.hash") == "#/jobs?search=SEND_e"
+    assert kinds()
+    assert set(kinds()) == {"send_email"}
+    assert "filtered by search = SEND_e" in ui.main_text()
+    assert "null" not in ui.main_text()  # no absent element shown as text
+
+    assert page.is_hidden("#filter-created_after")
+    page.select_option("#filter-range", "1h")
+    submit()
+    assert page.evaluate("location.hash") == "#/jobs?search=SEND_e&since=1h"
+    assert "created in the last hour" in ui.main_text()
+    with httpx.Client(base_url=ui.server.url) as http:  # what the API holds for the last hour
+        since = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
+        params = {"search": "SEND_e", "created_after": since}
+        expected = [f"#{j['id']}" for j in http.get("/api/v1/jobs", params=params).json()["items"]]
+    shown = page.locator("#main tbody td:first-child").all_inner_texts()
+    assert shown
+    assert shown == expected or shown == expected[1:]  # one may age out between the two
+
+    page.select_option("#filter-range", "custom")
+    assert page.is_visible("#filter-created_after")
+    page.fill("#filter-created_after", "2020-01-01T00:00")
+    page.fill("#filter-created_before", "2021-01-01T00:00")
+    submit()
+    hash_ = page.evaluate("location.hash")
+    assert "created_after=2020-01-0" in hash_  # the local time, in UTC
+    assert "created_before=202" in hash_
+    assert "since" not in hash_
+    assert "No job matches these filters." in ui.main_text()
+    assert page.input_value("#filter-created_after") == "2020-01-01T00:00"  # read back local
+
+    failed = ui.server.world.by_state["failed"]
+    ui.goto(f"#/jobs?search=%23{failed}&since=24h")  # a deep link fills the form
+    assert page.input_value("#filter-search") == f"#{failed}"
+    assert page.input_value("#filter-range") == "24h"
+    assert f"#{failed}" in page.locator("#main tbody td:first-child").all_inner_texts()
+    renders = ui.renders()
+    page.click(f"#main .notice a:text-is('open job #{failed}')")
+    ui.wait_render(renders)
+    assert page.evaluate("location.hash") == f"#/jobs/{failed}"
+
+
+def test_the_callbacks_page_lists_waiting_jobs_and_timeouts_with_links(ui: Ui) -> None:
+    w = ui.server.world
+    ui.goto("#/callbacks")
+    page = ui.page
+    waiting = page.locator("section:has(h2:text-is('Waiting')) tbody tr")
+    ids = [t.strip() for t in waiting.locator("td:first-child").all_inner_texts()]
+    assert ids[0] == f"#{w.overdue}"  # the soonest timeout: it passed
+    assert f"#{w.by_state['waiting_external']}" in ids
+    assert "overdue" in waiting.first.inner_text()
+    assert "row-flagged" in (waiting.first.get_attribute("class") or "")
+    assert waiting.last.locator("td:nth-child(4)").inner_text().startswith("in ")  # ahead
+    timeouts = page.locator("section:has(h2:text-is('Recent timeouts')) tbody tr")
+    assert timeouts.count() == 1
+    assert "min ago" in timeouts.first.locator("td:nth-child(4)").inner_text()
+    renders = ui.renders()
+    timeouts.first.locator(f"a:text-is('#{w.timed_out}')").click()
+    ui.wait_render(renders)
+    assert page.evaluate("location.hash") == f"#/jobs/{w.timed_out}"
+    assert "callback timed out" in ui.main_text()
+
+    ui.goto("#/callbacks?queue=q")  # the filters are in the hash, and fill the form
+    assert page.input_value("#callbacks-queue") == "q"
+    ids = [t.strip() for t in waiting.locator("td:first-child").all_inner_texts()]
+    assert ids == [f"#{w.by_state['waiting_external']}"]
+    assert "No recent callback timeout." in ui.main_text()
 
 
 def test_jobs_pages_forward_and_back(ui: Ui) -> None:

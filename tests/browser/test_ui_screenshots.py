@@ -1,5 +1,5 @@
 """The pictures of docs/ui/: the dashboard, the jobs, a job with its lineage, the dead
-letters, on a database without the hostile rows, at 1280 x 800. Saved only when
+letters, the callbacks, on a database without the hostile rows, at 1280 x 800. Saved only when
 ``WAI_UI_SCREENSHOTS`` names a directory; the pages are checked either way.
 
     WAI_UI_SCREENSHOTS=docs/ui python -m pytest tests/browser/test_ui_screenshots.py
@@ -52,6 +52,7 @@ def test_screenshots(chromium: Any, server: Server) -> None:
             ("#/jobs", "jobs.png", "#main tbody tr"),
             (f"#/jobs/{server.world.chain[1]}", "job-lineage.png", ".lineage-current"),
             ("#/dlq", "dlq.png", "#main tbody tr"),
+            ("#/callbacks", "callbacks.png", "#main tbody tr"),
         ]:
             ui.goto(target)
             ui.page.locator(ready).first.wait_for()

@@ -14,6 +14,7 @@ import copy
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -26,8 +27,10 @@ import wai
 from tests.factories import HOSTILE
 from tests.integration._helpers import Work, fetch
 from tests.integration.test_admin import STATES, make
+from tests.integration.test_callbacks import expire, parked
 from tests.integration.test_dlq import dead
-from wai.maintenance import DepthSampler
+from wai.maintenance import DepthSampler, Rescuer
+from wai.web import _api_jobs as api_jobs
 from wai.web import create_app
 from wai.web._openapi import document
 from wai.web._routes import ROUTES
@@ -334,6 +337,94 @@ async def test_jobs_filters_and_pages(aclient: wai.AsyncClient, api: httpx.Async
     assert exact["next_before_id"] is None  # a page that holds the rest says there is no more
 
 
+async def test_jobs_by_time_range_and_search(
+    aclient: wai.AsyncClient, api: httpx.AsyncClient
+) -> None:
+    rows = [await aclient.insert(Work(n=n), kind=kind) for n, kind in enumerate(
+        ["send_email", "send_email", "charge_card", "half_off", "send_email"]
+    )]  # fmt: skip
+    # a kind no client accepts, as another producer may have written it
+    await fetch(aclient, "UPDATE wai.jobs SET kind = '50%%_off' WHERE id = %s", (rows[3].id,))
+    await fetch(
+        aclient,
+        "UPDATE wai.jobs SET created_at = '2026-05-01T12:00:00Z'::timestamptz"
+        " + (id - %s) * interval '1 minute'",
+        (rows[0].id,),
+    )
+
+    async def ids(**params: Any) -> list[int]:
+        body = conforms(await api.get(f"{API}/jobs", params=params), "GET", "/jobs")
+        return [item["id"] for item in body["items"]]
+
+    r = [row.id for row in rows]
+    assert await ids(created_after="2026-05-01T12:02:00Z") == [r[4], r[3], r[2]]
+    assert await ids(created_before="2026-05-01T12:02:00+00:00") == [r[1], r[0]]
+    assert await ids(
+        created_after="2026-05-01T14:01:00+02:00", created_before="2026-05-01T12:03:00Z"
+    ) == [r[2], r[1]]  # fmt: skip
+    assert await ids(search="EMAIL") == [r[4], r[1], r[0]]
+    assert await ids(search="%") == [r[3]]
+    assert await ids(search="_") == [r[4], r[3], r[2], r[1], r[0]]
+    assert await ids(search=f"#{r[2]}") == [r[2]]
+    assert await ids(search="email", created_after="2026-05-01T12:01:00Z") == [r[4], r[1]]
+    for params, message in [
+        ({"created_after": "2026-05-01T12:00:00"}, "needs a UTC offset"),
+        ({"created_before": "yesterday"}, "ISO 8601"),
+        (
+            {"created_after": "2026-05-02T00:00:00Z", "created_before": "2026-05-01T00:00:00Z"},
+            "must be earlier than created_before",
+        ),
+        ({"search": "a\x00b"}, "NUL"),
+        ({"search": "x" * 201}, "1 to 200 characters"),
+        ({"search": ""}, "1 to 200 characters"),
+    ]:
+        error = refused(await api.get(f"{API}/jobs", params=params), 400, "bad_request")
+        assert message in error["message"], error
+
+
+async def test_a_search_looks_through_a_bounded_run_of_ids_per_page(
+    aclient: wai.AsyncClient, api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(api_jobs, "SCAN_WINDOW", 5)
+    rows = await aclient.insert_many(
+        wai.EnqueueRequest(Work(n=n), kind="match" if n in (3, 4, 17, 18, 19, 38) else "other")
+        for n in range(40)
+    )
+    r = [row.id for row in rows]
+    await fetch(  # a purged stretch: the walk jumps it instead of paging through it
+        aclient, "DELETE FROM wai.jobs WHERE id BETWEEN %s AND %s", (r[20], r[34])
+    )
+    matching = [r[n] for n in (38, 19, 18, 17, 4, 3)]
+
+    async def walk(**params: Any) -> tuple[list[list[int]], list[int | None]]:
+        pages: list[list[int]] = []
+        cursors: list[int | None] = []
+        query: dict[str, Any] = {"limit": 2, **params}
+        while True:
+            body = conforms(await api.get(f"{API}/jobs", params=query), "GET", "/jobs")
+            pages.append([item["id"] for item in body["items"]])
+            cursors.append(body["next_before_id"])
+            if body["next_before_id"] is None:
+                return pages, cursors
+            query["before_id"] = body["next_before_id"]
+
+    pages, cursors = await walk(kind="match")
+    assert [i for page in pages for i in page] == matching  # each match once, in order
+    assert all(len(page) <= 2 for page in pages)
+    assert [] in pages  # a window without a match is a page of its own
+    assert cursors[0] is not None
+    # 5 ids a page, but the 15 deleted ones cost none: 40 ids, 25 rows, at most 9 looks
+    assert len(pages) <= 9
+    pages, _ = await walk(search="MATCH", created_after="2000-01-01T00:00:00Z")
+    assert [i for page in pages for i in page] == matching
+    # an index serves a state filter: no window, full pages
+    await fetch(aclient, "UPDATE wai.jobs SET state = 'cancelled', finalized_at = now()")
+    pages, _ = await walk(kind="match", state="cancelled")
+    assert pages == [matching[0:2], matching[2:4], matching[4:6]]
+    # nothing in the table, or in the range: one empty page
+    assert await walk(kind="match", created_after="2100-01-01T00:00:00Z") == ([[]], [None])
+
+
 async def test_job_detail_cancel_and_retry(
     aclient: wai.AsyncClient, api: httpx.AsyncClient
 ) -> None:
@@ -606,6 +697,59 @@ async def test_cron_list_pause_resume_trigger_delete(
         ("DELETE", "/cron/nightly"),
     ]:
         refused(await api.request(method, API + path, headers=AUTH), 404, "not_found")
+
+
+# -- callbacks --------------------------------------------------------------------------------
+
+
+async def test_waiting_jobs_and_callback_timeouts(
+    aclient: wai.AsyncClient, api: httpx.AsyncClient
+) -> None:
+    soon, soon_cid = await parked(aclient, timeout=60)
+    late, _ = await parked(aclient, timeout=3600)
+    timed_out, _ = await parked(aclient)
+    await expire(aclient, timed_out.id)
+    await Rescuer(aclient.pool, aclient.schema, interval=60, staleness=30).run_once()
+    over, _ = await parked(aclient, timeout=600)
+    await expire(aclient, over.id)  # overdue: the next rescue pass closes its attempt
+    await fetch(aclient, "UPDATE wai.jobs SET queue = 'billing' WHERE id = %s", (late.id,))
+
+    async def waiting(**params: Any) -> dict[str, Any]:
+        return conforms(await api.get(f"{API}/callbacks", params=params), "GET", "/callbacks")
+
+    body = await waiting()
+    assert [item["job"]["id"] for item in body["items"]] == [over.id, soon.id, late.id]
+    assert body["next_after"] is None
+    first, second = body["items"][0], body["items"][1]
+    assert (first["overdue"], second["overdue"]) == (True, False)
+    assert second["callback_id"] == str(soon_cid)
+    assert second["timeout_at"] == second["job"]["callback_timeout_at"]
+    assert second["in_place"] is False
+    assert [i["job"]["id"] for i in (await waiting(queue="billing"))["items"]] == [late.id]
+    assert (await waiting(kind="nope"))["items"] == []
+    walked: list[int] = []
+    params: dict[str, Any] = {"limit": 2}
+    while True:
+        body = await waiting(**params)
+        walked += [item["job"]["id"] for item in body["items"]]
+        if body["next_after"] is None:
+            break
+        assert body["next_after"] == body["items"][-1]["cursor"]
+        params["after"] = body["next_after"]
+    assert walked == [over.id, soon.id, late.id]
+    for bad in ("nope", "2026-01-01T00:00:00/1", "2026-01-01T00:00:00+00:00/x"):
+        error = refused(await api.get(f"{API}/callbacks", params={"after": bad}), 400)
+        assert "cursor" in error["message"]
+
+    path = "/callbacks/timeouts"
+    found = conforms(await api.get(f"{API}{path}"), "GET", path)["items"]
+    assert [item["job"]["id"] for item in found] == [timed_out.id]
+    assert found[0]["job"]["state"] == "retryable"
+    assert found[0]["dead_lettered"] is False
+    at = datetime.fromisoformat(found[0]["timed_out_at"])
+    assert at == datetime.fromisoformat(found[0]["job"]["errors"][-1]["at"])
+    assert conforms(await api.get(f"{API}{path}?queue=billing"), "GET", path)["items"] == []
+    refused(await api.get(f"{API}{path}?limit=1001"), 400, "bad_request")
 
 
 # -- instances --------------------------------------------------------------------------------

@@ -162,6 +162,8 @@ ALLOWED_REFUSALS = re.compile(
         [
             "without a filter would touch every dead-letter entry",  # a filter, or "all": true
             "invalid dead-letter cursor",  # `before` is opaque: only an entry's cursor is one
+            "invalid waiting-job cursor",  # `after` is opaque: only a waiting job's cursor is one
+            "must be earlier than created_before",  # a time range, not two times
             r"must be an integer, got -?\d+\.0\b",  # 2.0 is a JSON Schema integer; the API wants 2
         ]
     )

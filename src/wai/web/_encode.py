@@ -22,6 +22,7 @@ from wai._instances import RuntimeInstance
 from wai._job import JobRow, Trigger
 from wai._jsonable import jsonable
 from wai._lineage import Lineage
+from wai.callbacks import CallbackTimeout, WaitingJob
 from wai.cron import Schedule
 from wai.dlq import DlqEntry
 from wai.outbox import OutboxEntry, OutboxStats
@@ -32,6 +33,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("wai.web needs the http extra: pip install 'wai[http]'") from exc
 
 __all__ = [
+    "CALLBACK_TIMEOUT",
     "DLQ_ENTRY",
     "JOB",
     "LINEAGE",
@@ -45,6 +47,7 @@ __all__ = [
     "THROUGHPUT_MINUTE",
     "TRIGGER",
     "VIEWS",
+    "WAITING_JOB",
     "Extra",
     "View",
     "dumps",
@@ -124,6 +127,36 @@ OUTBOX_ENTRY: Final = View(
     ),
 )
 OUTBOX_STATS: Final = View("OutboxStats", OutboxStats)
+WAITING_JOB: Final = View(
+    "WaitingJob",
+    WaitingJob,
+    (
+        Extra[WaitingJob](
+            "callback_id",
+            lambda w: w.callback_id,
+            {"type": ["string", "null"], "format": "uuid", "description": "the callback's id"},
+        ),
+        Extra[WaitingJob](
+            "timeout_at",
+            lambda w: w.timeout_at,
+            {"type": "string", "format": "date-time", "description": "when the callback times out"},
+        ),
+        Extra[WaitingJob](
+            "in_place",
+            lambda w: w.in_place,
+            {
+                "type": "boolean",
+                "description": "a handler waits in place (job.wait_for_callback), heartbeating",
+            },
+        ),
+        Extra[WaitingJob](
+            "cursor",
+            lambda w: w.cursor,
+            {"type": "string", "description": "pass as `after` to list the jobs after this"},
+        ),
+    ),
+)
+CALLBACK_TIMEOUT: Final = View("CallbackTimeout", CallbackTimeout)
 RUNTIME_INSTANCE: Final = View(
     "RuntimeInstance",
     RuntimeInstance,
@@ -173,6 +206,8 @@ VIEWS: Final[tuple[View[Any], ...]] = (
     OUTBOX_STATS,
     RUNTIME_INSTANCE,
     LINEAGE,
+    WAITING_JOB,
+    CALLBACK_TIMEOUT,
 )
 
 

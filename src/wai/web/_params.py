@@ -11,21 +11,24 @@ that a typo (``?stat=failed``) never silently lists everything.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Literal, Protocol
 
 from wai._kinds import validate_queue
 from wai._storable import check_text
+from wai.callbacks._waiting import decode_waiting_cursor
 from wai.dlq._models import decode_cursor
 from wai.errors import ValidationError
 
 __all__ = [
+    "DLQ_CURSOR",
     "MAX_ID",
+    "WAITING_CURSOR",
     "Boolean",
     "Choice",
-    "DlqCursor",
+    "Cursor",
     "Integer",
     "Param",
     "ParamType",
@@ -242,8 +245,12 @@ class Timestamp:
 
 
 @dataclass(frozen=True, slots=True)
-class DlqCursor:
-    """The ``cursor`` of a dead-letter entry, continuing a listing after it."""
+class Cursor:
+    """A paging cursor wai made (a dead-letter entry's, a waiting job's), continuing a
+    listing after its item: ``decode`` raises a ValidationError for anything else."""
+
+    decode: Callable[[str], object]
+    what: str
 
     def from_text(self, name: str, text: str) -> str:
         """Check that ``text`` is a cursor wai made."""
@@ -252,10 +259,10 @@ class DlqCursor:
     def from_json(self, name: str, value: object) -> str:
         """Check ``value``."""
         if not isinstance(value, str) or len(value) > 100:
-            raise ValidationError(f"{name} must be an entry's cursor, got {value!r:.80}")
+            raise ValidationError(f"{name} must be {self.what}, got {value!r:.80}")
         check_text(value, name)
         try:
-            decode_cursor(value)
+            self.decode(value)
         except ValidationError as exc:
             raise ValidationError(f"{name}: {exc}") from None
         return value
@@ -263,6 +270,12 @@ class DlqCursor:
     def schema(self) -> dict[str, Any]:
         """``string`` (opaque), without NUL."""
         return {"type": "string", "minLength": 1, "maxLength": 100, "pattern": r"^[^\x00]{1,100}$"}
+
+
+#: The ``cursor`` of a dead-letter entry.
+DLQ_CURSOR: Final = Cursor(decode_cursor, "an entry's cursor")
+#: The ``cursor`` of a waiting job.
+WAITING_CURSOR: Final = Cursor(decode_waiting_cursor, "a waiting job's cursor")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from wai._admin import MAX_SEARCH
 from wai._job import JobState
 from wai.outbox import OUTBOX_STATES
+from wai.web import _api_callbacks as callbacks
 from wai.web import _api_cron as cron
 from wai.web import _api_dlq as dlq
 from wai.web import _api_instances as instances
@@ -23,10 +25,11 @@ from wai.web import _api_session as session
 from wai.web._endpoint import Call, Endpoint
 from wai.web._openapi import document
 from wai.web._params import (
+    DLQ_CURSOR,
     MAX_ID,
+    WAITING_CURSOR,
     Boolean,
     Choice,
-    DlqCursor,
     Integer,
     Param,
     Queue,
@@ -128,7 +131,15 @@ ROUTES: Final[tuple[Endpoint, ...]] = (
         tag="jobs",
         summary="List jobs, newest first",
         description="Keyset pages: pass `next_before_id` as `before_id` for the next page; "
-        "it is null on the last page.",
+        "it is null on the last page. Filters that no index serves (`search`, `kind`, "
+        "`queue`, `tag`), given without `trigger_job_id` or a state other than available, "
+        "running and completed, are checked job by job: each page of such a listing then "
+        f"looks through at most {jobs.SCAN_WINDOW:,} ids, so it may hold fewer than `limit` "
+        "jobs, or none, while `next_before_id` is not null. Follow `next_before_id` until "
+        "it is null to see every match. Time bounds become id bounds (ids follow creation "
+        "times): a job is missed at a bound only when a transaction that inserted jobs "
+        "stayed open more than 5 seconds across it (`created_at` is when the inserting "
+        "transaction began).",
         calls="list_jobs",
         handler=jobs.list_jobs,
         query=(
@@ -144,6 +155,22 @@ ROUTES: Final[tuple[Endpoint, ...]] = (
                 name="trigger_job_id",
                 type=_ID,
                 description="only the follow-ups enqueued by this job's outcomes",
+            ),
+            Param(
+                name="created_after",
+                type=Timestamp(),
+                description="only jobs created at or after this time (RFC 3339, with an offset)",
+            ),
+            Param(
+                name="created_before",
+                type=Timestamp(),
+                description="only jobs created before this time (RFC 3339, with an offset)",
+            ),
+            Param(
+                name="search",
+                type=Text(MAX_SEARCH),
+                description="only jobs whose kind holds this text (ASCII case ignored, `%` and "
+                "`_` literal); a decimal number (or `#` and one) also matches that job id",
             ),
             Param(name="before_id", type=_ID, description="only jobs older than this id"),
             LIMIT,
@@ -331,7 +358,7 @@ ROUTES: Final[tuple[Endpoint, ...]] = (
         handler=dlq.list_dlq,
         query=(
             *_DLQ_FILTERS,
-            Param(name="before", type=DlqCursor(), description="an entry's `cursor`"),
+            Param(name="before", type=DLQ_CURSOR, description="an entry's `cursor`"),
             LIMIT,
         ),
         response=_items("DlqEntry", next_before={"type": ["string", "null"]}),
@@ -506,6 +533,50 @@ ROUTES: Final[tuple[Endpoint, ...]] = (
         response=_object(name={"type": "string"}, deleted={"type": "boolean"}),
         mutates=True,
         errors=(404,),
+    ),
+    # callbacks
+    Endpoint(
+        method="GET",
+        path="/callbacks",
+        operation_id="listWaiting",
+        tag="callbacks",
+        summary="Jobs parked on a callback, soonest timeout first",
+        description="Each with its callback id, its timeout and whether it is overdue "
+        "(maintenance closes the attempt on its next rescue pass). Cursor pages: pass "
+        "`next_after` as `after` for the next page; it is null on the last page.",
+        calls="list_waiting",
+        handler=callbacks.list_waiting,
+        query=(
+            _queue("queue", "only jobs of this queue"),
+            _text("kind", "only jobs of this kind"),
+            Param(name="after", type=WAITING_CURSOR, description="a waiting job's `cursor`"),
+            LIMIT,
+        ),
+        response=_items("WaitingJob", next_after={"type": ["string", "null"]}),
+    ),
+    Endpoint(
+        method="GET",
+        path="/callbacks/timeouts",
+        operation_id="listCallbackTimeouts",
+        tag="callbacks",
+        summary="Recent callback timeouts, newest first",
+        description="Jobs whose last attempt maintenance closed because its callback timed "
+        "out, as they are now: retryable (a retry is due at `run_at`), failed, or "
+        "dead-lettered. Found among the 1,000 newest retryable jobs, failed jobs and "
+        "dead-letter entries each; a job that ran again since is not listed.",
+        calls="list_callback_timeouts",
+        handler=callbacks.list_callback_timeouts,
+        query=(
+            _queue("queue", "only jobs of this queue"),
+            _text("kind", "only jobs of this kind"),
+            Param(
+                name="limit",
+                type=Integer(1, 1000),
+                default=50,
+                description="the most items to return",
+            ),
+        ),
+        response=_items("CallbackTimeout"),
     ),
     # runtime instances
     Endpoint(

@@ -1,5 +1,6 @@
 // The web UI of wai's admin API: the pages, the session control, the router.
 
+import * as callbacks from "./callbacks.js";
 import * as cron from "./cron.js";
 import * as dashboard from "./dashboard.js";
 import * as dlq from "./dlq.js";
@@ -16,6 +17,7 @@ route("", "dashboard", dashboard.render, "Dashboard");
 route("queues", "queues", queues.render, "Queues");
 route("jobs", "jobs", jobs.render, "Jobs");
 route("jobs/:id", "jobs", job.render, "Job");
+route("callbacks", "callbacks", callbacks.render, "Callbacks");
 route("dlq", "dlq", dlq.render, "Dead letters");
 route("dlq/:id", "dlq", dlq.render, "Dead letter");
 route("cron", "cron", cron.render, "Cron");
