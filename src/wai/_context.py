@@ -63,6 +63,11 @@ class _Flag:
 class AttemptState:
     """Mutable per-attempt bookkeeping shared by the handler, heartbeats and the finalizer."""
 
+    #: The trace context of the attempt's span (:mod:`wai._otel`), for the follow-ups of
+    #: the outcomes the attempt produces; None when it is not traced. A class default:
+    #: untraced attempts never set it.
+    trace: Mapping[str, str] | None = None
+
     def __init__(self, row: JobRow, loop: asyncio.AbstractEventLoop) -> None:
         #: The row as claimed: what the outcome's write is expected to change.
         self.row = row

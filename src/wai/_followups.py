@@ -13,6 +13,7 @@ from wai._inserts import EnqueueRequest, NewJob, build_args_job, build_job
 from wai._job import JobRow
 from wai._kinds import decode_args
 from wai._outcomes import Outcome
+from wai._tracing import otel
 from wai.errors import FollowUpError, WaiError
 
 if TYPE_CHECKING:
@@ -201,6 +202,8 @@ def plan_row(registry: Registry, row: JobRow, outcome: Outcome) -> list[NewJob]:
 
     Raises :class:`wai.FollowUpError` naming the cause when the args do not decode or a
     spec fails: whatever a closure or the value it returned raises, never anything else.
+    While tracing, each stores the trace context of the span that produced the outcome:
+    ``outcome.trace`` (an attempt's), else the current span's (a callback resolution's).
     """
     specs = registry.specs_for(row.kind, outcome.event)
     if not specs:
@@ -212,7 +215,7 @@ def plan_row(registry: Registry, row: JobRow, outcome: Outcome) -> list[NewJob]:
             f"follow-ups of {row.kind} → {outcome.event}: args do not decode: {error_text(exc)}"
         ) from exc
     detail = {"error": outcome.error or "", "reason": outcome.reason or ""}
-    return [
+    jobs = [
         evaluate(
             spec,
             args,
@@ -223,6 +226,11 @@ def plan_row(registry: Registry, row: JobRow, outcome: Outcome) -> list[NewJob]:
         )
         for spec in specs
     ]
+    if otel is not None and otel.active():
+        carrier = outcome.trace if outcome.trace is not None else otel.inject()
+        if carrier is not None:
+            return otel.with_trace(jobs, carrier)
+    return jobs
 
 
 def plan_followups(

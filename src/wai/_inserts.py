@@ -32,6 +32,7 @@ __all__ = [
     "check_run_at",
     "inserted_row",
     "validate_queue",
+    "with_metadata",
 ]
 
 MAX_TAGS = 20
@@ -238,6 +239,26 @@ def build_args_job(
 
 # build_job runs once per job of a batch; NewJob(...) would be twice as slow.
 _new_job = positional_constructor(NewJob)
+
+
+def with_metadata(job: NewJob, metadata: str) -> NewJob:
+    """``job`` with its metadata replaced by ``metadata`` (JSON already checked)."""
+    return _new_job(  # the fields in order
+        job.kind,
+        job.queue,
+        job.args,
+        job.state,
+        job.priority,
+        job.max_attempts,
+        job.run_at,
+        job.tags,
+        metadata,
+        job.unique_key,
+        job.unique_states,
+        job.on_conflict,
+        job.ordering_key,
+        job.trigger,
+    )
 
 
 _new_row = positional_constructor(JobRow)

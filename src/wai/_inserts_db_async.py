@@ -1,6 +1,8 @@
 """Job inserts on the caller's connection (unique-key conflicts, batches, COPY, follow-ups).
 
 Shared by the clients, their transactions, the bridge, transitions and the outbox sweeper.
+While tracing (:mod:`wai._tracing`), each insert call is one PRODUCER span whose context
+the jobs store; follow-ups come with the context of their trigger's outcome already.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from psycopg import AsyncConnection
 from wai import _db_async as db
 from wai._inserts import NewJob
 from wai._job import JobRow, JobState
+from wai._tracing import otel
 from wai._translate import translate_errors
 from wai.errors import UniqueConflict, ValidationError
 
@@ -30,6 +33,17 @@ def _conflict(job: NewJob, existing: JobRow | None) -> UniqueConflict:
 
 async def insert_one(conn: AsyncConnection[Any], schema: str, job: NewJob) -> JobRow:
     """Insert ``job`` on ``conn`` (in the caller's transaction, if any)."""
+    if otel is not None and otel.active():
+        with otel.sending("insert", [job]) as sending:
+            if sending.trace is not None:
+                (job,) = otel.with_trace([job], sending.trace)
+            row = await _insert_one(conn, schema, job)
+            sending.sent([row])
+            return row
+    return await _insert_one(conn, schema, job)
+
+
+async def _insert_one(conn: AsyncConnection[Any], schema: str, job: NewJob) -> JobRow:
     with translate_errors(schema):
         # Bounded: a key that changes hands this often is reported as held (below).
         for _ in range(3):
@@ -52,6 +66,19 @@ async def insert_batch(
     """Insert ``jobs`` in one statement; results follow the input order."""
     if not jobs:
         return []
+    if otel is not None and otel.active():
+        with otel.sending("insert_many", jobs) as sending:
+            if sending.trace is not None:
+                jobs = otel.with_trace(jobs, sending.trace)
+            rows = await _insert_batch(conn, schema, jobs)
+            sending.sent(rows)
+            return rows
+    return await _insert_batch(conn, schema, jobs)
+
+
+async def _insert_batch(
+    conn: AsyncConnection[Any], schema: str, jobs: Sequence[NewJob]
+) -> list[JobRow]:
     with translate_errors(schema):
         inserted = await db.job_insert_many(conn, schema, jobs)
         out: list[JobRow] = []
@@ -97,6 +124,15 @@ async def copy_batch(conn: AsyncConnection[Any], schema: str, jobs: Sequence[New
             )
     if not jobs:
         return 0
+    if otel is not None and otel.active():
+        with otel.sending("copy_many", jobs) as sending:
+            if sending.trace is not None:
+                jobs = otel.with_trace(jobs, sending.trace)
+            return await _copy_batch(conn, schema, jobs)
+    return await _copy_batch(conn, schema, jobs)
+
+
+async def _copy_batch(conn: AsyncConnection[Any], schema: str, jobs: Sequence[NewJob]) -> int:
     with translate_errors(schema):
         written = await db.job_copy(conn, schema, jobs)
         waking = sorted({job.queue for job in jobs if job.state == JobState.AVAILABLE})

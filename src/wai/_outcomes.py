@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import traceback
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -44,6 +45,11 @@ class Outcome:
     set by :func:`stamped` on an outcome whose follow-ups are planned before the write,
     so that the row the closures see is the row that commits. ``unwritable`` marks the
     failed attempt that records why the database refused the attempt's own outcome.
+
+    ``trace`` is the trace context of the span that produced the outcome (the attempt's
+    span, :mod:`wai._otel`), as the propagators wrote it: the follow-ups the outcome
+    enqueues store it, possibly after that span ended. None when nothing is traced. It
+    takes no part in comparisons.
     """
 
     job_id: int
@@ -61,6 +67,7 @@ class Outcome:
     at: datetime | None = None
     run_at: datetime | None = None
     unwritable: bool = False
+    trace: Mapping[str, str] | None = field(default=None, compare=False)
 
 
 def describe_exception(exc: BaseException, *, limit: int = 10) -> str:

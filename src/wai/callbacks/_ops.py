@@ -14,6 +14,7 @@ from wai._core import ClientCore, borrow, translated
 from wai._job import JobRow, JobState
 from wai._kinds import check_int, dumps, validate_queue
 from wai._storable import check_text
+from wai._tracing import otel
 from wai._translate import translate_errors
 from wai.callbacks import _queries as callback_db
 from wai.callbacks._models import (
@@ -140,6 +141,16 @@ class CallbackOps:
         self._on_resolved = on_resolved
 
     def _apply(self, req: ResolveRequest, tx: Transaction | None) -> Resolved:
+        if otel is not None and otel.active():
+            # one span per resolution; the follow-ups it enqueues store its context
+            with otel.resolving(req.action, req.callback_id) as span:
+                resolved = self._resolve(req, tx)
+                outcome = resolved.outcome
+                span.resolved(resolved.row, resolved.action, outcome and outcome.event)
+                return resolved
+        return self._resolve(req, tx)
+
+    def _resolve(self, req: ResolveRequest, tx: Transaction | None) -> Resolved:
         schema, registry = self._core.schema, self._core.registry
         if tx is not None:
             with translate_errors(schema):

@@ -13,6 +13,7 @@ from wai._core_async import AsyncClientCore, borrow, translated
 from wai._job import JobRow, JobState
 from wai._kinds import check_int, dumps, validate_queue
 from wai._storable import check_text
+from wai._tracing import otel
 from wai._translate import translate_errors
 from wai.callbacks import _queries_async as callback_db
 from wai.callbacks._models import (
@@ -139,6 +140,16 @@ class AsyncCallbackOps:
         self._on_resolved = on_resolved
 
     async def _apply(self, req: ResolveRequest, tx: AsyncTransaction | None) -> Resolved:
+        if otel is not None and otel.active():
+            # one span per resolution; the follow-ups it enqueues store its context
+            with otel.resolving(req.action, req.callback_id) as span:
+                resolved = await self._resolve(req, tx)
+                outcome = resolved.outcome
+                span.resolved(resolved.row, resolved.action, outcome and outcome.event)
+                return resolved
+        return await self._resolve(req, tx)
+
+    async def _resolve(self, req: ResolveRequest, tx: AsyncTransaction | None) -> Resolved:
         schema, registry = self._core.schema, self._core.registry
         if tx is not None:
             with translate_errors(schema):

@@ -16,6 +16,7 @@ from wai._job import JobRow
 from wai._registry import Registry
 from wai._retry import outbox_backoff
 from wai._text import storable
+from wai._tracing import otel
 from wai.errors import FollowUpError, SerializationError
 from wai.maintenance._service import PeriodicService
 from wai.outbox import _queries_async as outbox_db
@@ -180,5 +181,10 @@ class OutboxSweeper(PeriodicService):
                 )
                 for s in todo
             ]
+            if otel is not None and otel.active():
+                # the context of the span that produced the outcome, kept in the row's detail
+                carrier = otel.stored_trace(detail)
+                if carrier is not None:
+                    new = otel.with_trace(new, carrier)
             await inserts_db.insert_followups(conn, self._schema, new)
         await outbox_db.outbox_delete(conn, self._schema, outbox_id=row["id"])

@@ -24,6 +24,7 @@ from wai._followups import plan_followups
 from wai._job import JobRow, JobState
 from wai._outcomes import Outcome
 from wai._registry import Registry
+from wai._tracing import otel
 from wai.callbacks import (
     Resolved,
     ResolveRequest,
@@ -59,13 +60,26 @@ def leave_outbox_rows(
     process, the maintenance leader) or must not run here (an operator's action runs no
     user code): a process that holds the specs dispatches them later. Call it inside the
     transition's transaction, after the guarded update and before any dead-letter move.
+    While tracing, a detail without a trace context gets the current span's (a
+    resolution's, a rescue's, the caller's), for the follow-ups to store.
     """
+    if otel is not None and otel.active():
+        carrier = otel.inject()
+        if carrier is not None:
+            key = otel.TRACE_KEY
+            details = [(i, d if key in d else {**d, key: carrier}) for i, d in details]
     outbox_db.outbox_insert_many(conn, schema, outcome=outcome, details=details)
 
 
 def outcome_detail(outcome: Outcome) -> dict[str, Any]:
-    """The outbox detail of ``outcome``: its error and reason, as follow-up specs get them."""
-    return {"error": outcome.error or "", "reason": outcome.reason or ""}
+    """The outbox detail of ``outcome``: its error and reason, as follow-up specs get them.
+
+    And the trace context of the span that produced it, when it carries one.
+    """
+    detail: dict[str, Any] = {"error": outcome.error or "", "reason": outcome.reason or ""}
+    if outcome.trace is not None and otel is not None:
+        detail[otel.TRACE_KEY] = dict(outcome.trace)
+    return detail
 
 
 def _leave_outbox_row(conn: Connection[Any], schema: str, row: JobRow, outcome: Outcome) -> None:

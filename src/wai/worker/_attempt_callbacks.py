@@ -185,6 +185,7 @@ class AttemptCallbacks:
             state=JobState.WAITING_EXTERNAL,
             event="waiting_for_callback",
             callback_id=token.id,
+            trace=state.trace,
         )
         wanted = bool(self._registry.specs_for(state.kind, outcome.event))
         async with self._pool.connection() as conn:

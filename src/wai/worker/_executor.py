@@ -1,4 +1,9 @@
-"""Runs one attempt: decode args, call the handler under its deadline, decide the outcome."""
+"""Runs one attempt: decode args, call the handler under its deadline, decide the outcome.
+
+While tracing (:mod:`wai._tracing`) the attempt runs in its ``process`` span, the
+handler's own spans nest under it, and the outcome carries the span's context for the
+follow-ups it enqueues.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import asyncio
 import contextvars
 import dataclasses
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -15,6 +21,7 @@ from wai._kinds import decode_args
 from wai._outcomes import Outcome, decide
 from wai._registry import Registry
 from wai._text import storable
+from wai._tracing import otel
 from wai.errors import SerializationError
 
 __all__ = ["INTERRUPTED", "execute", "interrupted_outcome", "shutdown_outcome"]
@@ -89,6 +96,26 @@ async def execute(
     default_deadline: float | None,
 ) -> Outcome:
     """Run the attempt of ``row`` and return its outcome (never raises, except cancellation)."""
+    if otel is not None and otel.active():
+        with otel.processing(row) as traced:
+            state.trace = traced.trace
+            outcome = await _execute(row, state, registry, threads, default_deadline, traced.failed)
+            traced.finished(outcome)
+        if traced.trace is None:
+            return outcome
+        return dataclasses.replace(outcome, trace=traced.trace)
+    return await _execute(row, state, registry, threads, default_deadline, None)
+
+
+async def _execute(
+    row: JobRow,
+    state: AttemptState,
+    registry: Registry,
+    threads: ThreadPoolExecutor,
+    default_deadline: float | None,
+    failed: Callable[[BaseException], None] | None,
+) -> Outcome:
+    """:func:`execute`; ``failed`` hears of the exception that failed the attempt, if any."""
     task = registry.tasks.get(row.kind)
     if task is None:
         return _failed(
@@ -99,6 +126,8 @@ async def execute(
     try:
         args = decode_args(task.args_type, row.args)
     except SerializationError as exc:
+        if failed is not None:
+            failed(exc)
         return _failed(row, f"undecodable args for {row.kind!r}: {exc}")
     job: Job[Any] = Job(row, args, state)
     deadline = task.deadline if task.deadline is not None else default_deadline
@@ -107,6 +136,8 @@ async def execute(
     except _DeadlineExceeded:
         state.abandon()
         timeout_error = TimeoutError(f"deadline of {deadline:g}s exceeded")
+        if failed is not None:
+            failed(timeout_error)
         return _with_progress(
             decide(
                 job_id=row.id,
@@ -121,6 +152,8 @@ async def execute(
     except asyncio.CancelledError:
         raise
     except Exception as exc:
+        if failed is not None:
+            failed(exc)
         return _with_progress(_decide_exc(row, exc), state)
     return _with_progress(
         decide(
@@ -156,6 +189,7 @@ def shutdown_outcome(row: JobRow, state: AttemptState) -> Outcome:
         attempt_delta=-1,
         error="worker shut down before the attempt finished",
         progress=state.current_progress_json(),
+        trace=state.trace,
     )
 
 
@@ -177,6 +211,7 @@ def interrupted_outcome(row: JobRow, state: AttemptState) -> Outcome:
         delay=0.0,
         error=INTERRUPTED,
         progress=state.current_progress_json(),
+        trace=state.trace,
     )
 
 

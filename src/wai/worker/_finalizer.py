@@ -317,6 +317,7 @@ class Finalizer:
             ),
             unwritable=True,
             followup_failure=True,  # its own specs go to the outbox if they fail
+            trace=outcome.trace,
         )
         # Its specs are user code: planned off the event loop, as in _plan.
         item = await asyncio.to_thread(self._plan_one, failed, state)
@@ -353,4 +354,6 @@ def _failed_attempt(outcome: Outcome, state: AttemptState, error: FollowUpError)
         max_attempts=state.max_attempts,
         exc=error,
     )
-    return dataclasses.replace(failure, progress=outcome.progress, followup_failure=True)
+    return dataclasses.replace(
+        failure, progress=outcome.progress, followup_failure=True, trace=outcome.trace
+    )
