@@ -170,9 +170,10 @@ LIMIT 1;
 SELECT * FROM {schema}.jobs WHERE id = %(id)s;
 
 -- name: job_list :many
--- Newest first, filtered; page with before_id (after_id bounds the ids from below). Run unprepared (a plan per call, made for the
--- parameters given): a generic plan could not drop the filters that are not given, and
--- would neither walk jobs_state_idx nor turn the time bounds into primary-key bounds.
+-- Newest first, filtered; page with before_id (after_id bounds the ids from below). Run
+-- unprepared (a plan per call, made for the parameters given): a generic plan could not
+-- drop the filters that are not given, and would neither walk jobs_state_idx nor turn the
+-- time bounds into primary-key bounds.
 --
 -- The state parameter is typed as the enum in both places: typed text, it reached the
 -- comparison as a text-to-enum cast the planner cannot estimate, and a filter on a rare
