@@ -191,11 +191,13 @@ def test_a_job_list_by_time_reads_an_id_range_found_on_the_primary_key(
     assert "Seq Scan" not in plan, plan
     assert "Recursive Union" in plan, plan  # the binary search
     lines = plan.splitlines()
-    # the listing's scan: the index, its condition the id bounds the search found ($n)
+    # the listing's scan: the index, its condition the id bounds the search found (an
+    # init plan's value: `$n` up to PostgreSQL 16, `(InitPlan n).col1` from 17 on)
+    param = r"(?:\$\d+|\(InitPlan \d+\)\.col\d+)"
     bounded = [
         lines[i - 1]
         for i, line in enumerate(lines)
-        if "Index Cond" in line and re.search(r"id >= \$\d+\).*\(id <= \$\d+\)", line)
+        if "Index Cond" in line and re.search(rf"id >= {param}\).*\(id <= {param}\)", line)
     ]
     assert bounded, plan
     assert re.search(rf"(Bitmap Index Scan on|using) {index}\b", bounded[0]), plan
