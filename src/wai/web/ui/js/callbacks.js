@@ -2,10 +2,11 @@
 // pages, filters in the hash), and the recent callback timeouts maintenance recorded.
 
 import { get } from "./api.js";
-import { badge, button, h, link, pageTitle, section, table } from "./dom.js";
+import { badge, h, link, pageTitle, section, table } from "./dom.js";
 import { clip, num, when } from "./format.js";
 import { jobLink, stateBadge } from "./jobview.js";
-import { href, navigate } from "./router.js";
+import { href } from "./router.js";
+import { filterButtons, submitFilters } from "./filters.js";
 import { pager } from "./pager.js";
 
 const FILTERS = ["queue", "kind"];
@@ -33,24 +34,9 @@ function filterForm(filters) {
     { class: "filters", role: "search" },
     field("queue", "Queue", "any queue"),
     field("kind", "Kind", "any kind"),
-    h(
-      "div",
-      { class: "form-buttons" },
-      button("Apply", { type: "submit", tone: "primary", small: true }),
-      button("Clear", { small: true, onClick: () => navigate("callbacks") }),
-    ),
+    filterButtons("callbacks"),
   );
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    const data = new FormData(form);
-    const params = {};
-    for (const name of FILTERS) {
-      const value = String(data.get(name) || "").trim();
-      if (value) params[name] = value;
-    }
-    if (filters.limit) params.limit = filters.limit;
-    navigate("callbacks", params);
-  });
+  submitFilters(form, "callbacks", FILTERS, filters);
   return form;
 }
 

@@ -3,10 +3,11 @@
 
 import { collect, del, get, post } from "./api.js";
 import { actionButton, actionsNotice, guardedButton } from "./actions.js";
-import { badge, button, confirmDialog, errorBox, fields, flash, h, link, pageTitle, section, table } from "./dom.js";
+import { badge, confirmDialog, errorBox, fields, flash, h, link, pageTitle, section, table } from "./dom.js";
 import { at, clip, firstLine, num, when } from "./format.js";
 import { callbackSection, dataSections, jobFields, jobLink, tagList, timeline } from "./jobview.js";
 import { href, navigate } from "./router.js";
+import { filterButtons, submitFilters } from "./filters.js";
 import { pager } from "./pager.js";
 import { canMutate } from "./session.js";
 
@@ -44,24 +45,9 @@ function filterForm(filters) {
     field("kind", "Kind", text("kind", "any kind")),
     field("tag", "Tag", text("tag", "any tag")),
     field("reason", "Reason", reason),
-    h(
-      "div",
-      { class: "form-buttons" },
-      button("Apply", { type: "submit", tone: "primary", small: true }),
-      button("Clear", { small: true, onClick: () => navigate("dlq") }),
-    ),
+    filterButtons("dlq"),
   );
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    const data = new FormData(form);
-    const params = {};
-    for (const name of FILTERS) {
-      const value = String(data.get(name) || "").trim();
-      if (value) params[name] = value;
-    }
-    if (filters.limit) params.limit = filters.limit;
-    navigate("dlq", params);
-  });
+  submitFilters(form, "dlq", FILTERS, filters);
   return form;
 }
 
