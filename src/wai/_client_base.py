@@ -33,6 +33,7 @@ from wai._job import JobRow, JobState
 from wai._json import configure_sync
 from wai._kinds import check_int
 from wai._lineage import Lineage, assemble
+from wai._metrics import METRICS
 from wai._migrate import migrations
 from wai._registration import (
     CancelledFn,
@@ -1224,7 +1225,12 @@ class ClientBase:
     # -- external callbacks (wai.callbacks) -------------------------------------------
 
     def _resolved(self, resolved: Resolved) -> None:
-        """After a resolution commits: the async client with a runtime fires hooks here."""
+        """After a resolution commits: its outcome is counted (:mod:`wai._metrics`); the
+        async client with a runtime fires hooks here too."""
+        if resolved.outcome is not None:
+            counter = METRICS.outcomes.get(resolved.outcome.event)
+            if counter is not None:
+                counter.add((resolved.row.queue, resolved.row.kind))
 
     def complete_external(self, callback_id: Any, payload: Any = None) -> JobRow:
         """Complete the job waiting on ``callback_id``; returns its ``completed`` row.

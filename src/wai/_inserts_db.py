@@ -16,6 +16,7 @@ from psycopg import Connection
 from wai import _db as db
 from wai._inserts import NewJob
 from wai._job import JobRow, JobState
+from wai._metrics import METRICS
 from wai._tracing import otel
 from wai._translate import translate_errors
 from wai.errors import UniqueConflict, ValidationError
@@ -50,6 +51,7 @@ def _insert_one(conn: Connection[Any], schema: str, job: NewJob) -> JobRow:
         for _ in range(3):
             row = db.job_insert(conn, schema, job)
             if row is not None:
+                METRICS.inserted.add((job.queue, job.kind))
                 return row
             assert job.unique_key is not None
             existing = db.job_get_by_unique_key(conn, schema, job.unique_key)
@@ -79,8 +81,10 @@ def _insert_batch(conn: Connection[Any], schema: str, jobs: Sequence[NewJob]) ->
     with translate_errors(schema):
         inserted = db.job_insert_many(conn, schema, jobs)
         out: list[JobRow] = []
+        count = METRICS.inserted.add
         for job, row in zip(jobs, inserted, strict=True):
             if row is not None:
+                count((job.queue, job.kind))
                 out.append(row)
                 continue
             assert job.unique_key is not None
@@ -105,6 +109,10 @@ def insert_followups(conn: Connection[Any], schema: str, jobs: Sequence[NewJob])
             if row is None and job.on_conflict == "raise":
                 assert job.unique_key is not None
                 raise _conflict(job, db.job_get_by_unique_key(conn, schema, job.unique_key))
+        count = METRICS.followups.add
+        for job, row in zip(jobs, inserted, strict=True):
+            if row is not None:
+                count((job.queue, job.kind, job.trigger[2] if job.trigger else "none"))
 
 
 def copy_batch(conn: Connection[Any], schema: str, jobs: Sequence[NewJob]) -> int:
@@ -132,6 +140,9 @@ def copy_batch(conn: Connection[Any], schema: str, jobs: Sequence[NewJob]) -> in
 def _copy_batch(conn: Connection[Any], schema: str, jobs: Sequence[NewJob]) -> int:
     with translate_errors(schema):
         written = db.job_copy(conn, schema, jobs)
+        count = METRICS.inserted.add
+        for job in jobs:
+            count((job.queue, job.kind))
         waking = sorted({job.queue for job in jobs if job.state == JobState.AVAILABLE})
         if waking:
             db.job_notify_queues(conn, schema, waking)

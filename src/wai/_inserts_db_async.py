@@ -15,6 +15,7 @@ from psycopg import AsyncConnection
 from wai import _db_async as db
 from wai._inserts import NewJob
 from wai._job import JobRow, JobState
+from wai._metrics import METRICS
 from wai._tracing import otel
 from wai._translate import translate_errors
 from wai.errors import UniqueConflict, ValidationError
@@ -49,6 +50,7 @@ async def _insert_one(conn: AsyncConnection[Any], schema: str, job: NewJob) -> J
         for _ in range(3):
             row = await db.job_insert(conn, schema, job)
             if row is not None:
+                METRICS.inserted.add((job.queue, job.kind))
                 return row
             assert job.unique_key is not None
             existing = await db.job_get_by_unique_key(conn, schema, job.unique_key)
@@ -82,8 +84,10 @@ async def _insert_batch(
     with translate_errors(schema):
         inserted = await db.job_insert_many(conn, schema, jobs)
         out: list[JobRow] = []
+        count = METRICS.inserted.add
         for job, row in zip(jobs, inserted, strict=True):
             if row is not None:
+                count((job.queue, job.kind))
                 out.append(row)
                 continue
             assert job.unique_key is not None
@@ -108,6 +112,10 @@ async def insert_followups(conn: AsyncConnection[Any], schema: str, jobs: Sequen
             if row is None and job.on_conflict == "raise":
                 assert job.unique_key is not None
                 raise _conflict(job, await db.job_get_by_unique_key(conn, schema, job.unique_key))
+        count = METRICS.followups.add
+        for job, row in zip(jobs, inserted, strict=True):
+            if row is not None:
+                count((job.queue, job.kind, job.trigger[2] if job.trigger else "none"))
 
 
 async def copy_batch(conn: AsyncConnection[Any], schema: str, jobs: Sequence[NewJob]) -> int:
@@ -135,6 +143,9 @@ async def copy_batch(conn: AsyncConnection[Any], schema: str, jobs: Sequence[New
 async def _copy_batch(conn: AsyncConnection[Any], schema: str, jobs: Sequence[NewJob]) -> int:
     with translate_errors(schema):
         written = await db.job_copy(conn, schema, jobs)
+        count = METRICS.inserted.add
+        for job in jobs:
+            count((job.queue, job.kind))
         waking = sorted({job.queue for job in jobs if job.state == JobState.AVAILABLE})
         if waking:
             await db.job_notify_queues(conn, schema, waking)

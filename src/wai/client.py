@@ -148,6 +148,7 @@ class AsyncClient(AsyncClientBase):
     def _resolved(self, resolved: Resolved) -> None:
         # Hooks of a callback resolution fire in this process when it runs a runtime
         # (the hook dispatcher lives there); otherwise there is nowhere to run them.
+        super()._resolved(resolved)
         runtime = self._runtime
         if runtime is not None and not runtime.stopped and resolved.outcome is not None:
             runtime.hooks.resolved(resolved.outcome, resolved.row)

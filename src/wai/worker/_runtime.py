@@ -6,15 +6,17 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from wai import _db_async as db
 from wai._context import AttemptState
 from wai._followups import Applied
+from wai._gauges import DatabaseGauges, pool_gauges
 from wai._job import JobRow
 from wai._logging import emit
+from wai._metrics import METRICS
 from wai._outcomes import Outcome, describe_exception
 from wai._queues import QueueConfig, QueueSettings
 from wai.callbacks import _queries_async as callback_db
@@ -40,6 +42,7 @@ from wai.worker._finalizer import Finalizer
 from wai.worker._heartbeat import Heartbeater
 from wai.worker._hooks import HookDispatcher
 from wai.worker._joblog import job_extra
+from wai.worker._measure import record_committed, runtime_gauges
 from wai.worker._notifier import Notifier, parse_cancel
 from wai.worker._producer import QueueProducer
 from wai.worker._records import Recorder
@@ -88,6 +91,8 @@ class Runtime:
         self.throughput: ThroughputRecorder | None = None
         self.hooks = HookDispatcher(client.registry)
         self.sweeper: OutboxSweeper | None = None
+        self.gauges: DatabaseGauges | None = None
+        self._unregister: list[Callable[[], None]] = []
         self.callbacks = AttemptCallbacks(
             client.pool,
             client.schema,
@@ -167,6 +172,23 @@ class Runtime:
             pool, schema, interval=self.settings.throughput_interval
         )
         loops.append(("throughput", self.throughput.run_forever()))
+        self.gauges = DatabaseGauges(client, interval=self.settings.metrics_interval)
+        loops.append(("metrics", self.gauges.run_forever()))
+        self._unregister = [
+            METRICS.add_source(self.gauges.samples),
+            METRICS.add_source(pool_gauges(pool)),
+            METRICS.add_source(
+                runtime_gauges(
+                    in_flight=self._in_flight,
+                    last_beat_at=lambda: (
+                        self.heartbeater.last_beat_at if self.heartbeater else None
+                    ),
+                    started_at=time.monotonic(),
+                    instance_id=self.instance_id,
+                    is_leader=lambda: self.elector is not None and self.elector.is_leader,
+                )
+            ),
+        ]
         if client.registry.specs:  # not leader-gated: any process with the specs dispatches
             self.sweeper = OutboxSweeper(
                 pool,
@@ -282,6 +304,8 @@ class Runtime:
         ]
 
     def _rescued(self, rows: Sequence[tuple[JobRow, str]]) -> None:
+        for row, reason in rows:
+            METRICS.rescued.add((row.queue, row.kind, reason))
         self.hooks.rescued(rows)
         if self.throughput is not None:
             self.throughput.rescued(rows)
@@ -366,6 +390,9 @@ class Runtime:
                     self._finalizer.pending,
                 )
         await stop_tasks(self._background)  # re-cancels a loop that absorbed its cancel
+        for unregister in self._unregister:
+            unregister()  # a stopped runtime's gauges are not reported
+        self._unregister = []
         if self.throughput is not None:
             await self.throughput.close()  # the counts of the last seconds, rescues included
         # After the record loop stopped, which would otherwise write the record again.
@@ -415,6 +442,10 @@ class Runtime:
         state.flush = self._flush_progress
         state.callbacks = self.callbacks
         self.attempts[(row.id, row.run_lease)] = state
+        labels = (row.queue, row.kind)
+        METRICS.claimed.add(labels)
+        if row.attempted_at is not None:
+            METRICS.pickup_latency.observe(labels, (row.attempted_at - row.run_at).total_seconds())
         self.hooks.started(row)
         task = asyncio.create_task(self._run_attempt(row, state, producer))
         self._handlers[task] = (row, state)
@@ -475,6 +506,14 @@ class Runtime:
         self.hooks.committed(batch, applied.rows)
         if self.throughput is not None:
             self.throughput.committed(batch, applied.written)
+        record_committed(batch, applied)
+
+    def _in_flight(self) -> dict[str, int]:
+        counts = dict.fromkeys(self.producers, 0)
+        for state in self.attempts.values():
+            queue = state.row.queue
+            counts[queue] = counts.get(queue, 0) + 1
+        return counts
 
     def _running_handlers(self) -> int:
         return sum(p.running for p in self.producers.values())

@@ -47,6 +47,9 @@ class RuntimeSettings:
     samples every queue's depth and lag for the dashboard's charts (see
     :class:`wai.maintenance.DepthSampler`). *throughput_interval*: how often the
     process adds its per-minute outcome counts to the ``throughput`` table.
+    *metrics_interval*: how often the process reads the database's figures for its
+    gauges (queue depth and lag, outbox, dead letters), while an exporter reads wai's
+    metrics (see docs/observability.md).
     """
 
     poll_interval: float = 1.0
@@ -78,6 +81,7 @@ class RuntimeSettings:
     analyze_interval: float = 30.0
     depth_interval: float = 15.0
     throughput_interval: float = 5.0
+    metrics_interval: float = 15.0
 
     def __post_init__(self) -> None:
         for name in (
@@ -100,6 +104,7 @@ class RuntimeSettings:
             "analyze_interval",
             "depth_interval",
             "throughput_interval",
+            "metrics_interval",
         ):
             value = getattr(self, name)
             if (

@@ -1,0 +1,66 @@
+"""What a worker runtime adds to wai's metrics (:mod:`wai._metrics`): its committed
+outcomes as they are reported, and its own gauges when an exporter collects."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+
+from wai._context import AttemptState
+from wai._followups import Applied
+from wai._metrics import METRICS, GaugeSample
+from wai._outcomes import Outcome
+from wai._tally import OUTCOME_EVENTS
+
+__all__ = ["record_committed", "runtime_gauges"]
+
+
+def record_committed(batch: Sequence[tuple[Outcome, AttemptState]], applied: Applied) -> None:
+    """Count the outcomes of ``batch`` that ``applied`` wrote, with their attempt's
+    duration and how long the outcome waited for its commit; and the dead letters."""
+    written = applied.written
+    if not written:
+        return
+    now = time.monotonic()
+    outcomes = METRICS.outcomes
+    duration = METRICS.duration.observe
+    wait = METRICS.finalizer_wait.observe
+    for outcome, state in batch:
+        if outcome.job_id not in written:
+            continue  # a stale attempt's outcome matched nothing
+        row = state.row
+        counter = outcomes.get(outcome.event)
+        if counter is None:
+            continue  # a worker's stop (the attempt refunded): not an outcome of the job
+        labels = (row.queue, state.kind)
+        counter.add(labels)
+        finished = state.finished if state.finished is not None else now
+        duration((*labels, OUTCOME_EVENTS[outcome.event]), finished - state.started)
+        wait((), now - finished)
+    if applied.dead_lettered:
+        states = {outcome.job_id: state for outcome, state in batch}
+        for job_id, reason in applied.dead_lettered.items():
+            state = states.get(job_id)
+            if state is not None:
+                METRICS.dead_lettered.add((state.row.queue, state.kind, reason))
+
+
+def runtime_gauges(
+    *,
+    in_flight: Callable[[], Mapping[str, int]],
+    last_beat_at: Callable[[], float | None],
+    started_at: float,
+    instance_id: str,
+    is_leader: Callable[[], bool],
+) -> Callable[[], Iterator[GaugeSample]]:
+    """The gauge source of one runtime: attempts in flight per queue, heartbeat lag,
+    leadership."""
+
+    def samples() -> Iterator[GaugeSample]:
+        for queue, count in in_flight().items():
+            yield GaugeSample("wai.worker.in_flight", (queue,), float(count))
+        beat = last_beat_at()
+        yield GaugeSample("wai.heartbeat.lag", (), time.monotonic() - (beat or started_at))
+        yield GaugeSample("wai.leader", (instance_id,), 1.0 if is_leader() else 0.0)
+
+    return samples
