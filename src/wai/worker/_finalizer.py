@@ -16,6 +16,7 @@ from psycopg_pool import AsyncConnectionPool
 from wai._context import AttemptState
 from wai._followups import Applied, error_text, plan_row
 from wai._logging import emit
+from wai._metrics import METRICS
 from wai._outcomes import Outcome, decide, expected_row, stamped
 from wai._registry import Registry
 from wai._supervise import repeat
@@ -254,6 +255,7 @@ class Finalizer:
                 delay = min(delay * 2, 2.0)
                 continue
             self.transactions += 1
+            METRICS.batch_size.observe((), len(outcomes))
             return applied
 
     def _settle_applied(self, items: Sequence[_Item], applied: Applied) -> None:
