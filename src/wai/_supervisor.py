@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
 
-__all__ = ["USAGE_ERROR", "Supervisor", "describe_exit"]
+__all__ = ["SLOT_ENV", "USAGE_ERROR", "Supervisor", "describe_exit"]
+
+#: The environment variable that tells each child its slot, 0 .. N-1 (a restarted child
+#: keeps its slot): ``wai worker --metrics-port P`` serves on P + slot.
+SLOT_ENV = "WAI_WORKER_SLOT"
 
 #: A child exiting with this status was started wrong (bad options or APP): restarting
 #: cannot help, so the supervisor stops every child and exits with it too.
@@ -50,7 +55,8 @@ class Supervisor:
       repeated SIGTERM meanwhile, so a service manager that signals the whole
       group does no harm); :meth:`run` returns once every child has exited.
 
-    Children inherit the supervisor's process group, stdout and stderr.
+    Children inherit the supervisor's process group, stdout and stderr, and its
+    environment plus :data:`SLOT_ENV`.
     """
 
     def __init__(
@@ -120,7 +126,8 @@ class Supervisor:
         label = f"worker process {slot + 1}/{self.processes}"
         while not self._stop.is_set():
             started = loop.time()
-            proc = await asyncio.create_subprocess_exec(*self.command, env=self.env)
+            env = {**(self.env if self.env is not None else os.environ), SLOT_ENV: str(slot)}
+            proc = await asyncio.create_subprocess_exec(*self.command, env=env)
             self.children[slot] = proc
             if self._stop.is_set():  # a signal arrived while the child was starting
                 _signal(proc, signal.SIGTERM)

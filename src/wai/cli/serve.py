@@ -28,7 +28,15 @@ from wai.errors import WaiError
 if TYPE_CHECKING:
     from wai.cli._common import SubParsers
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "add_commands", "listen", "server_options", "token"]
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "add_commands",
+    "listen",
+    "listen_on",
+    "server_options",
+    "token",
+]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -77,16 +85,22 @@ def server_options(parser: argparse.ArgumentParser) -> None:
 
 def listen(args: argparse.Namespace) -> socket.socket:
     """A socket listening on ``--host``/``--port``; an address in use is a plain error."""
+    return listen_on(args.host, args.port, flag="--port")
+
+
+def listen_on(host: str, port: int, *, flag: str) -> socket.socket:
+    """A socket listening on ``host:port``; an address in use is a plain error naming
+    ``flag``, the option that chooses another port."""
     from wai._http_server import listening_socket  # the http extra, checked by the caller
 
     try:
-        return listening_socket(args.host, args.port)
+        return listening_socket(host, port)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
-            reason = "the address is already in use (another server?): pass another --port"
+            reason = f"the address is already in use (another server?): pass another {flag}"
         else:
             reason = exc.strerror or str(exc)
-        raise WaiError(f"cannot listen on {args.host}:{args.port}: {reason}") from None
+        raise WaiError(f"cannot listen on {host}:{port}: {reason}") from None
 
 
 def token(args: argparse.Namespace) -> str | None:

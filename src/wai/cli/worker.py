@@ -10,14 +10,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib
 import os
+import socket
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from wai._logging import configure as configure_logging
+from wai._supervisor import SLOT_ENV
 from wai.cli._app import load_runtime_app
 from wai.cli._common import UsageError, err, int_in, logging_options, subparser
+from wai.cli.serve import listen_on
 from wai.client import AsyncClient, Client
 from wai.errors import SchemaNotMigrated
 
@@ -56,6 +60,23 @@ def _seconds(text: str) -> float:
 
 
 _processes = int_in(1, 256, "a whole number")
+_port = int_in(0, 65535, "a port number")
+
+
+def _metrics_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--metrics-port",
+        type=_port,
+        metavar="N",
+        help="serve /metrics (Prometheus), /healthz and /readyz on port N (needs "
+        "wai[metrics]); with --processes, process i (from 0) serves on N+i",
+    )
+    p.add_argument(
+        "--metrics-host",
+        default="0.0.0.0",  # noqa: S104 - probes and scrapes come from other hosts
+        metavar="HOST",
+        help="address the metrics port binds (default 0.0.0.0: every interface)",
+    )
 
 
 def add_commands(sub: SubParsers) -> None:
@@ -103,6 +124,7 @@ def add_commands(sub: SubParsers) -> None:
         "applies it; a queue whose QueueConfig in APP sets dlq keeps its own. "
         "Default: leave the stored setting as it is",
     )
+    _metrics_options(p)
     logging_options(p)
     for name, text in _TIMINGS:
         flag = "--" + name.replace("_", "-")
@@ -122,6 +144,7 @@ def add_commands(sub: SubParsers) -> None:
         metavar="S",
         help="seconds to stop on SIGTERM/SIGINT (default 10)",
     )
+    _metrics_options(p)
     logging_options(p)
     for name, text in _TIMINGS:
         if name != "poll_interval":  # nothing is claimed, so nothing is polled
@@ -140,11 +163,13 @@ def _cmd_worker(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         served = ", ".join(queues or client.registry.queues()) or "(none)"
         mode = "until the queues are empty" if args.burst else "until SIGTERM or Ctrl-C"
         banner = f"worker for {args.app}: queues {served}, schema {client.schema!r}, {mode}"
+        probes = _probe_socket(args, stack)
         asyncio.run(
             _run_worker(
                 client,
                 queues,
                 banner,
+                probes,
                 burst=args.burst,
                 maintenance=args.maintenance,
                 **_runtime_options(args),
@@ -161,9 +186,31 @@ def _cmd_maintenance(args: argparse.Namespace, stack: contextlib.ExitStack) -> i
         f"maintenance for {args.app}: leader election, promotion, rescue, cleanup, aging; "
         f"no queues served; schema {client.schema!r}, until SIGTERM or Ctrl-C"
     )
+    probes = _probe_socket(args, stack)
     with _migrate_advice(client, url, source):
-        asyncio.run(_run_worker(client, {}, banner, maintenance=True, **_runtime_options(args)))
+        asyncio.run(
+            _run_worker(client, {}, banner, probes, maintenance=True, **_runtime_options(args))
+        )
     return 0
+
+
+def _probe_socket(args: argparse.Namespace, stack: contextlib.ExitStack) -> socket.socket | None:
+    """The listening socket of ``--metrics-port`` (None without it); the port of a child
+    of ``--processes`` is offset by its slot. Fails before anything starts when the
+    extra is missing or the port is taken."""
+    if args.metrics_port is None:
+        return None
+    try:
+        importlib.import_module("wai.web._probes")  # the extra's presence, checked now
+    except ImportError as exc:
+        raise UsageError(str(exc)) from None
+    port = args.metrics_port
+    if port:
+        port += int(os.environ.get(SLOT_ENV, "0") or 0)
+    sock = stack.enter_context(listen_on(args.metrics_host, port, flag="--metrics-port"))
+    got = sock.getsockname()[1]
+    err(f"metrics and probes on http://{args.metrics_host}:{got}/metrics, /healthz, /readyz", "")
+    return sock
 
 
 def _url_source(args: argparse.Namespace) -> str:
@@ -236,6 +283,8 @@ def _worker_argv(args: argparse.Namespace) -> list[str]:
         argv.append("--burst")
     if not args.maintenance:
         argv.append("--no-maintenance")
+    if args.metrics_port is not None:
+        argv += ["--metrics-port", str(args.metrics_port), "--metrics-host", args.metrics_host]
     argv += ["--log-level", args.log_level, "--log-format", args.log_format]
     for name, value in _runtime_options(args).items():
         if name == "dlq":
@@ -246,12 +295,26 @@ def _worker_argv(args: argparse.Namespace) -> list[str]:
 
 
 async def _run_worker(
-    client: AsyncClient, queues: dict[str, int] | None, banner: str, **runtime: Any
+    client: AsyncClient,
+    queues: dict[str, int] | None,
+    banner: str,
+    probes: socket.socket | None,
+    **runtime: Any,
 ) -> None:
     async with client:
         await client.check_schema()  # says to run `wai migrate` when the schema is behind
         err(banner, "")
-        await client.run(queues, **runtime)
+        if probes is None:
+            await client.run(queues, **runtime)
+            return
+        from wai.web._probes import ProbeServer
+
+        server = ProbeServer(client, probes)
+        server.start()
+        try:
+            await client.run(queues, **runtime)
+        finally:
+            await server.stop()
 
 
 def _parse_queues(specs: list[str]) -> dict[str, int] | None:

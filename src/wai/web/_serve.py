@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import socket
 from collections.abc import Callable
 
+from wai._gauges import DatabaseGauges, pool_gauges
+from wai._metrics import METRICS
 from wai.client import AsyncClient
 from wai.errors import SchemaNotMigrated
 from wai.web._app import create_app
@@ -14,20 +18,31 @@ from wai.web._health import health_routes
 try:
     import uvicorn
     from starlette.applications import Starlette
-    from starlette.routing import Mount
+    from starlette.routing import BaseRoute, Mount
 
     from wai._http_server import SignalServer, listening_socket
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("wai serve needs the http extra: pip install 'wai[http]'") from exc
 
-__all__ = ["serve", "server_app"]
+__all__ = ["METRICS_INTERVAL", "serve", "server_app"]
+
+#: Seconds between two reads of the database's figures for /metrics.
+METRICS_INTERVAL = 15.0
 
 
 def server_app(client: AsyncClient, *, token: str | None) -> Starlette:
-    """``/healthz``, ``/readyz``, and the API and its web UI at the root; mutations only with
-    ``token`` (its bearer header, or a browser session signed in with it)."""
+    """``/healthz``, ``/readyz``, ``/metrics`` (with the metrics extra), and the API and its
+    web UI at the root; mutations only with ``token`` (its bearer header, or a browser
+    session signed in with it)."""
     api = create_app(client, token=token, read_only=token is None)
-    return Starlette(routes=[*health_routes(client), Mount("", app=api)])
+    routes: list[BaseRoute] = [*health_routes(client)]
+    try:
+        from wai.web._metrics_route import metrics_route
+    except ImportError:
+        pass  # no prometheus-client: no /metrics (the command says so)
+    else:
+        routes.append(metrics_route())
+    return Starlette(routes=[*routes, Mount("", app=api)])
 
 
 async def serve(
@@ -58,8 +73,13 @@ async def serve(
         app, host=host, port=port, lifespan="off", server_header=False, log_config=None
     )
     server = SignalServer(config)
+    gauges = DatabaseGauges(client, interval=METRICS_INTERVAL)
+    unregister = [METRICS.add_source(gauges.samples)]
+    sampling: asyncio.Task[None] | None = None
     try:
         async with client:
+            unregister.append(METRICS.add_source(pool_gauges(client.pool)))
+            sampling = asyncio.create_task(gauges.run_forever(), name="wai-metrics")
             try:
                 await client.check_schema()
             except SchemaNotMigrated as exc:
@@ -74,6 +94,13 @@ async def serve(
                 )
             if ready is not None:
                 ready(f"{where}/")
-            await server.serve(sockets=[sock])
+            try:
+                await server.serve(sockets=[sock])
+            finally:
+                sampling.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sampling
     finally:
+        for remove in unregister:
+            remove()
         sock.close()  # uvicorn closes it too, once it has served on it
