@@ -135,7 +135,8 @@ SPECS: tuple[MetricSpec, ...] = (
     ),
     MetricSpec(
         "wai.finalizer.wait", "histogram", "s", (),
-        "From the handler's return to its outcome's commit.",
+        "From the handler's return to the commit of its outcome, once per finalizer "
+        "transaction: the wait of its oldest outcome.",
         DURATION_BUCKETS,
     ),
     MetricSpec(

@@ -322,8 +322,12 @@ class Attempt:
 
 
 @contextmanager
-def processing(row: JobRow) -> Iterator[Attempt]:
+def processing(row: JobRow, *, carry: bool = True) -> Iterator[Attempt]:
     """The CONSUMER span of an attempt of ``row``, current in the block.
+
+    With ``carry`` the span's context is written out (:attr:`Attempt.trace`) for the
+    follow-ups and outbox rows of its outcome; without (a kind with no follow-up spec,
+    whose outcomes enqueue nothing) that work is skipped.
 
     Its parent is the creation context the job stores (the conventions allow it for a
     single message; a job that stores none starts a trace), and it links to it as the
@@ -362,7 +366,7 @@ def processing(row: JobRow) -> Iterator[Attempt]:
     )
     current = trace.set_span_in_context(span, parent)
     token = otel_context.attach(current)
-    attempt = Attempt(span, inject(current))
+    attempt = Attempt(span, inject(current) if carry else None)
     try:
         yield attempt
     except asyncio.CancelledError:

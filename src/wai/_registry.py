@@ -58,6 +58,7 @@ class Registry:
         self.tasks: dict[str, Task] = {}
         self.hooks: dict[str, list[Callable[..., Any]]] = {}
         self.specs: dict[tuple[str, str], list[Spec]] = {}
+        self._spec_kinds: set[str] = set()
         self.args_types: dict[str, type[Any]] = {}
         self.periodics: dict[str, Periodic] = {}
 
@@ -108,6 +109,7 @@ class Registry:
         kind = kind_of_type(kind_or_type)
         self._remember_type(kind, kind_or_type)
         existing = self.specs.setdefault((kind, outcome), [])
+        self._spec_kinds.add(kind)
         base = name if name is not None else default_name(fn)
         if not isinstance(base, str) or not 1 <= len(base) <= 500:
             raise ValidationError(f"spec name must be 1-500 characters, got {base!r}")
@@ -129,6 +131,10 @@ class Registry:
     def specs_for(self, kind: str, outcome: str) -> list[Spec]:
         """Specs of ``(kind, outcome)`` in registration order."""
         return self.specs.get((kind, outcome), [])
+
+    def has_specs(self, kind: str) -> bool:
+        """Whether any follow-up spec is registered for ``kind``, whatever its outcome."""
+        return kind in self._spec_kinds
 
     def reads_row(self, kind: str, outcome: str) -> bool:
         """Whether a committed ``outcome`` of ``kind`` is handed its row: a follow-up

@@ -97,7 +97,8 @@ async def execute(
 ) -> Outcome:
     """Run the attempt of ``row`` and return its outcome (never raises, except cancellation)."""
     if otel is not None and otel.active():
-        with otel.processing(row) as traced:
+        # The context is carried only where a follow-up or an outbox row can store it.
+        with otel.processing(row, carry=registry.has_specs(row.kind)) as traced:
             state.trace = traced.trace
             outcome = await _execute(row, state, registry, threads, default_deadline, traced.failed)
             traced.finished(outcome)

@@ -17,14 +17,14 @@ __all__ = ["record_committed", "runtime_gauges"]
 
 def record_committed(batch: Sequence[tuple[Outcome, AttemptState]], applied: Applied) -> None:
     """Count the outcomes of ``batch`` that ``applied`` wrote, with their attempt's
-    duration and how long the outcome waited for its commit; and the dead letters."""
+    duration; how long the batch's oldest outcome waited for its commit; the dead letters."""
     written = applied.written
     if not written:
         return
     now = time.monotonic()
     outcomes = METRICS.outcomes
     duration = METRICS.duration.observe
-    wait = METRICS.finalizer_wait.observe
+    oldest = now
     for outcome, state in batch:
         if outcome.job_id not in written:
             continue  # a stale attempt's outcome matched nothing
@@ -36,7 +36,8 @@ def record_committed(batch: Sequence[tuple[Outcome, AttemptState]], applied: App
         counter.add(labels)
         finished = state.finished if state.finished is not None else now
         duration((*labels, OUTCOME_EVENTS[outcome.event]), finished - state.started)
-        wait((), now - finished)
+        oldest = min(oldest, finished)
+    METRICS.finalizer_wait.observe((), now - oldest)  # once a batch: its longest wait
     if applied.dead_lettered:
         states = {outcome.job_id: state for outcome, state in batch}
         for job_id, reason in applied.dead_lettered.items():
