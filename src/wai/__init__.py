@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wai import bridge, events
+from wai import bridge, events, metrics
 from wai._admin import QueueDepth, QueueStats, ThroughputMinute
 from wai._client_base import Transaction
 from wai._client_base_async import AsyncTransaction
@@ -92,4 +92,5 @@ __all__ = [
     "bridge",
     "events",
     "kind",
+    "metrics",
 ]

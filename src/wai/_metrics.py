@@ -10,7 +10,7 @@ started, and recorded where the event happens: a dict increment under a lock, ch
 enough for every job. Gauges are read when an exporter collects, from the sources that
 registered (a worker runtime, the sampler of the database's figures).
 
-Labels are bounded: queue, kind, state, outcome, reason, instance — never a job id.
+Labels are bounded: queue, kind, state, outcome, reason, instance_id — never a job id.
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ SPECS: tuple[MetricSpec, ...] = (
         "wai.pool.waiting", "gauge", "{request}", (), "Requests waiting for a pool connection."
     ),
     MetricSpec(
-        "wai.leader", "gauge", "1", ("instance",),
+        "wai.leader", "gauge", "1", ("instance_id",),
         "1 when this process (its instance id) is the maintenance leader, else 0.",
     ),
     MetricSpec(

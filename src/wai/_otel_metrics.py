@@ -7,7 +7,7 @@ cumulative counts when the SDK collects, so an attempt costs OpenTelemetry nothi
 gauges are ``ObservableGauge`` read from the same sources as the Prometheus endpoint;
 histograms are ``Histogram`` instruments fed with every observation, since the API has no
 asynchronous histogram. Attributes are the metric's labels under the same names
-(``queue``, ``kind``, ``state``, ``outcome``, ``reason``, ``instance``).
+(``queue``, ``kind``, ``state``, ``outcome``, ``reason``, ``instance_id``).
 """
 
 from __future__ import annotations

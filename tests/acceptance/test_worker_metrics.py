@@ -185,7 +185,7 @@ async def test_each_process_serves_its_own_port(
             await answering(http, f"http://127.0.0.1:{p}", proc, log)
             text = (await http.get(f"http://127.0.0.1:{p}/metrics")).text
             leaders += [
-                dict(labels)["instance"]
+                dict(labels)["instance_id"]
                 for (name, labels), _ in scrape(text).items()
                 if name == "wai_leader"
             ]

@@ -24,7 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import wai
 from tests.integration._helpers import fetch, serving, wait_for
-from wai import _otel_metrics, _prometheus
+from wai import _prometheus
 from wai._gauges import DatabaseGauges
 from wai._metrics import METRICS, SPECS, Labels, prometheus_name
 from wai.worker import _queries as worker_db
@@ -69,7 +69,7 @@ def reader() -> Iterator[InMemoryMetricReader]:
     """An SDK meter provider reading wai's instruments into memory (bound for this test)."""
     memory = InMemoryMetricReader()
     provider = MeterProvider(metric_readers=[memory])
-    assert _otel_metrics.bind(METRICS, provider)
+    wai.metrics.bind_meter_provider(provider)
     try:
         yield memory
     finally:

@@ -66,6 +66,7 @@ EXPECTED = {
     "bridge",
     "events",
     "kind",
+    "metrics",
 }
 
 #: The classes users call methods on: each public method and property is documented.
@@ -75,6 +76,7 @@ API_CLASSES = [wai.AsyncClient, wai.Client, wai.AsyncTransaction, wai.Transactio
 PUBLIC_MODULES = [
     "wai.bridge",
     "wai.events",
+    "wai.metrics",
     "wai.errors",
     "wai.dlq",
     "wai.cron",
