@@ -48,6 +48,7 @@ SUBS = [
     (r"\bAsyncIterator\b", "Iterator"),
     (r"\basynccontextmanager\b", "contextmanager"),
     (r"\bconfigure_async\b", "configure_sync"),
+    (r"\bbounded_async\b", "bounded_sync"),
     (r"\basync def\b", "def"),
     (r"\basync with\b", "with"),
     (r"\bawait ", ""),

@@ -8,6 +8,7 @@ from wai._client_base import Transaction
 from wai._client_base_async import AsyncTransaction
 from wai._context import Job
 from wai._followups import RescueReason
+from wai._health import Health, RuntimeHealth
 from wai._inserts import EnqueueRequest
 from wai._instances import RuntimeInstance
 from wai._job import JobRow, JobState, Trigger
@@ -54,6 +55,7 @@ __all__ = [
     "DlqEntry",
     "EnqueueRequest",
     "FollowUpError",
+    "Health",
     "InvalidStateError",
     "Job",
     "JobNotFound",
@@ -70,6 +72,7 @@ __all__ = [
     "QueueStats",
     "RescueReason",
     "RetryAfter",
+    "RuntimeHealth",
     "RuntimeInstance",
     "Schedule",
     "ScheduleNotFound",

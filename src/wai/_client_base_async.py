@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, LiteralString, Self, TypeVar, overload
 
@@ -24,8 +25,10 @@ from wai._admin import (
     check_time_range,
     parse_search,
 )
+from wai._bounded import bounded_async
 from wai._connect import CONNECT_TIMEOUT, unreachable
 from wai._context import Job
+from wai._health import DatabaseCheck, Health, RuntimeHealth, assess, check_timeout, first_line
 from wai._inserts import EnqueueRequest, NewJob, build_args_job, build_job, validate_queue
 from wai._instances import RuntimeInstance
 from wai._job import JobRow, JobState
@@ -137,6 +140,22 @@ class AsyncTransaction:
         """Bulk-load jobs inside the transaction; same items as ``client.copy_many``."""
         jobs = build_many(self._client.registry, items)
         return await inserts_db.copy_batch(self.connection, self._client.schema, jobs)
+
+
+async def _read_ledger(conn: AsyncConnection[Any], schema: str, began: float) -> DatabaseCheck:
+    """The applied migrations of ``schema`` on ``conn``; a broken connection raises
+    :class:`psycopg.OperationalError`, any other database error is reported."""
+    try:
+        applied = await db.migrate_applied(conn, schema)
+    except psycopg.OperationalError:
+        raise
+    except psycopg.Error as exc:  # it answered, refusing: say why (a privilege, say)
+        return DatabaseCheck(
+            answered=True, applied=None, error=first_line(exc), latency=time.monotonic() - began
+        )
+    return DatabaseCheck(
+        answered=True, applied=frozenset(applied), error=None, latency=time.monotonic() - began
+    )
 
 
 class AsyncClientBase:
@@ -600,6 +619,67 @@ class AsyncClientBase:
             raise SchemaNotMigrated(
                 f"schema {self.schema!r} lacks migrations {missing}: "
                 f"run {migrate_command(self.schema)} or `await client.migrate()`"
+            )
+
+    # -- health -----------------------------------------------------------------------
+
+    async def health(self, timeout: float = 2.0) -> Health:
+        """What a liveness or readiness probe needs to know (:class:`wai.Health`).
+
+        Checks that the database answers and the schema has every migration, and, on an
+        :class:`wai.AsyncClient` running workers, that its runtime and every loop of it
+        run and its event loop keeps time. Never raises on a database outage: reports
+        it, within ``timeout`` seconds even when the server hangs (a check still under
+        way then is left to end on its own). The check borrows a pooled connection if
+        one is free soon, else opens one of its own (so a pool busy with jobs is not an
+        outage, and neither is a pooled connection broken by a server restart); a
+        client not opened yet opens no pool for it.
+        """
+        limit = check_timeout(timeout)
+        checked_at = datetime.now(UTC)
+        began = time.monotonic()
+        check = await bounded_async(lambda: self._check_database(limit), limit)
+        if check is None:
+            check = DatabaseCheck(
+                answered=False,
+                applied=None,
+                error=f"no answer within {limit:g} s",
+                latency=time.monotonic() - began,
+            )
+        return assess(
+            check,
+            schema=self.schema,
+            migrations=[m.version for m in migrations()],
+            runtime=self._runtime_health(),
+            checked_at=checked_at,
+        )
+
+    def _runtime_health(self) -> RuntimeHealth | None:
+        """The worker runtime as health() reports it; None: this client runs none."""
+        return None
+
+    async def _check_database(self, timeout: float) -> DatabaseCheck:
+        began = time.monotonic()
+        if self._opened:
+            try:
+                # A quarter of the time for a free pooled connection; then one of its own.
+                async with self.pool.connection(timeout=timeout / 4) as conn:
+                    return await _read_ledger(conn, self.schema, began)
+            except psycopg.OperationalError:
+                pass  # every connection busy, or this one broken: a fresh connection decides
+        left = timeout - (time.monotonic() - began)
+        try:
+            conn = await AsyncConnection.connect(
+                self.database_url, autocommit=True, connect_timeout=max(2, round(left))
+            )
+            async with conn:
+                return await _read_ledger(conn, self.schema, began)
+        except (psycopg.OperationalError, OSError) as exc:
+            return DatabaseCheck(
+                answered=False,
+                applied=None,
+                error=first_line(exc),
+                latency=time.monotonic() - began,
             )
 
     # -- producer ---------------------------------------------------------------------

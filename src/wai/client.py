@@ -12,6 +12,7 @@ from typing import Any
 
 from wai._client_base import ClientBase
 from wai._client_base_async import AsyncClientBase
+from wai._health import RuntimeHealth
 from wai._logging import emit
 from wai._queues import QueueConfig, normalize_queues
 from wai.callbacks import Resolved
@@ -144,6 +145,12 @@ class AsyncClient(AsyncClientBase):
         """Shut the workers down (if running) and close the pool."""
         await self.shutdown()
         await super().close()
+
+    def _runtime_health(self) -> RuntimeHealth | None:
+        runtime = self._runtime
+        if runtime is None or runtime.stopped:  # never started, failed to, or shut down
+            return None
+        return runtime.health()
 
     def _resolved(self, resolved: Resolved) -> None:
         # Hooks of a callback resolution fire in this process when it runs a runtime

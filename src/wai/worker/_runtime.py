@@ -14,6 +14,7 @@ from wai import _db_async as db
 from wai._context import AttemptState
 from wai._followups import Applied
 from wai._gauges import DatabaseGauges, pool_gauges
+from wai._health import LAG_TICK, LoopLag, RuntimeHealth
 from wai._job import JobRow
 from wai._logging import emit
 from wai._metrics import METRICS
@@ -79,8 +80,9 @@ class Runtime:
         self._started_at = time.monotonic()
         self._stopping = asyncio.Event()
         self._handlers: dict[asyncio.Task[None], tuple[JobRow, AttemptState]] = {}
-        self._background: list[asyncio.Task[None]] = []
-        self._producer_tasks: list[asyncio.Task[None]] = []
+        self._background: dict[str, asyncio.Task[None]] = {}
+        self._producer_tasks: dict[str, asyncio.Task[None]] = {}
+        self._lag = LoopLag()
         self._threads: ThreadPoolExecutor | None = None
         self._finalizer: Finalizer | None = None
         self.elector: Elector | None = None
@@ -168,6 +170,7 @@ class Runtime:
             self.notifier = notifier
             loops.append(("notifier", notifier.run_forever()))
         loops.append(("records", self.recorder.run_forever()))
+        loops.append(("loop_lag", self._watch_lag()))
         self.throughput = ThroughputRecorder(
             pool, schema, interval=self.settings.throughput_interval
         )
@@ -207,11 +210,11 @@ class Runtime:
                 leader_id=self.instance_id,
             )
             loops.append(("elector", self.elector.run_forever()))
-        self._background = [asyncio.create_task(coro, name=f"wai-{n}") for n, coro in loops]
-        self._producer_tasks = [
-            asyncio.create_task(p.run_forever(), name=f"wai-queue-{p.name}")
+        self._background = {n: asyncio.create_task(coro, name=f"wai-{n}") for n, coro in loops}
+        self._producer_tasks = {
+            p.name: asyncio.create_task(p.run_forever(), name=f"wai-queue-{p.name}")
             for p in self.producers.values()
-        ]
+        }
         if self.settings.burst:
             asyncio.create_task(self._watch_burst())  # noqa: RUF006 - ends with the producers
         if self.notifier is not None:
@@ -331,6 +334,36 @@ class Runtime:
         """Return when shutdown begins (or burst mode ran out of work)."""
         await self._stopping.wait()
 
+    def health(self) -> RuntimeHealth:
+        """What ``client.health()`` reports of this runtime: its loops, leadership, lag."""
+        burst = self.settings.burst
+        claimers = {
+            name: not task.done()
+            # burst mode: a claim loop ends once its queue is empty, as it should
+            or (burst and not task.cancelled() and task.exception() is None)
+            for name, task in self._producer_tasks.items()
+        }
+        started = bool(self._background)
+        return RuntimeHealth(
+            instance_id=self.instance_id,
+            running=started and not self.stopping and not self.stopped,
+            stopping=self.stopping,
+            claimers=claimers,
+            leader=self.elector is not None and self.elector.is_leader,
+            in_flight=len(self.attempts),
+            background={name: not task.done() for name, task in self._background.items()},
+            listening=self.notifier.connected.is_set() if self.notifier is not None else None,
+            loop_lag=self._lag.worst(time.monotonic()),
+        )
+
+    async def _watch_lag(self) -> None:
+        # A tick every LAG_TICK seconds: how late each one runs is how late the loop runs
+        # everything else (claims, heartbeats, outcome writes).
+        while True:
+            self._lag.expect(time.monotonic() + LAG_TICK)
+            await asyncio.sleep(LAG_TICK)
+            self._lag.ticked(time.monotonic())
+
     @property
     def running(self) -> int:
         """Attempts whose handler is running now."""
@@ -365,7 +398,7 @@ class Runtime:
         for p in self.producers.values():
             p.stop()
         # No claim is in flight after this: every attempt that will run is in _handlers.
-        await asyncio.gather(*self._producer_tasks, return_exceptions=True)
+        await asyncio.gather(*self._producer_tasks.values(), return_exceptions=True)
         for _, state in self._handlers.values():
             state.cancelled.set()
         running = len(self._handlers)
@@ -389,7 +422,8 @@ class Runtime:
                     "wai: %d outcomes unwritten at shutdown; rescue will recover those jobs",
                     self._finalizer.pending,
                 )
-        await stop_tasks(self._background)  # re-cancels a loop that absorbed its cancel
+        # stop_tasks re-cancels a loop that absorbed its cancel
+        await stop_tasks(list(self._background.values()))
         for unregister in self._unregister:
             unregister()  # a stopped runtime's gauges are not reported
         self._unregister = []
