@@ -174,3 +174,56 @@ async def test_frozen_server_health_answers_within_its_timeout(pg_cluster: PgClu
             assert await wait_for(lambda: sync_ready(sync_client), 30, what="sync ready again")
         finally:
             sync_client.close()
+
+
+async def test_the_probe_server_turns_unready_while_the_server_is_down(
+    pg_cluster: PgCluster,
+) -> None:
+    """``wai worker --metrics-port``'s server (uvicorn, a real socket): /readyz 503 with
+    the problem while PostgreSQL is stopped, 200 again once it is back; /healthz and
+    /metrics answer 200 throughout."""
+    import httpx
+
+    from wai._http_server import listening_socket
+    from wai.web._probes import ProbeServer
+
+    url = pg_cluster.url("wai_faults")
+    async with wai.AsyncClient(url) as client:
+
+        async def ping(job: wai.Job[Ping]) -> None:
+            return None
+
+        client.task(Ping, queue="pings")(ping)
+        sock = listening_socket("127.0.0.1", 0)
+        base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        server = ProbeServer(client, sock)
+        server.start()
+        try:
+            await client.start({"pings": 2}, **FAST)
+            async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+
+                async def status(path: str, code: int) -> httpx.Response | None:
+                    response = await http.get(path)
+                    return response if response.status_code == code else None
+
+                ok = await wait_for(lambda: status("/readyz", 200), 20, what="/readyz 200")
+                assert ok.json()["runtime"]["claimers"] == {"pings": True}
+
+                await asyncio.to_thread(pg_cluster.stop)
+
+                down = await wait_for(lambda: status("/readyz", 503), 10, what="/readyz 503")
+                body = down.json()
+                assert (body["ready"], body["live"], body["database"]) == (False, True, False)
+                assert body["problems"][0].startswith("database unreachable: ")
+                assert (await http.get("/healthz")).status_code == 200
+                scrape = await http.get("/metrics")
+                assert scrape.status_code == 200
+                assert "wai_jobs_claimed_total" in scrape.text
+
+                await asyncio.to_thread(pg_cluster.start)
+
+                back = await wait_for(lambda: status("/readyz", 200), 30, what="/readyz 200 again")
+                assert back.json()["problems"] == []
+        finally:
+            await client.shutdown()
+            await server.stop()

@@ -1097,8 +1097,14 @@ async def test_an_unreachable_database_is_503() -> None:
                 assert response.headers["retry-after"] == "5"
                 assert "127.0.0.1" not in error["message"]  # no server detail to anonymous readers
             async with http(server_app(client, token=None)) as probes:
-                assert (await probes.get("/healthz")).json() == {"status": "ok"}
-                refused(await probes.get("/readyz"), 503, "database_unavailable")
+                live = await probes.get("/healthz")
+                assert live.status_code == 200  # an outage is not the process's fault
+                assert live.json()["live"] is True
+                ready = await probes.get("/readyz")
+                assert ready.status_code == 503
+                body = ready.json()
+                assert (body["ready"], body["database"], body["runtime"]) == (False, False, None)
+                assert body["problems"][0].startswith("database unreachable")
     finally:
         await client.close()
 
@@ -1112,17 +1118,26 @@ async def test_an_unmigrated_schema_is_503_and_not_ready(empty_database_url: str
         assert "wai migrate" in error["message"]
         ready = await app.get("/readyz")
         assert ready.status_code == 503
-        assert ready.json()["status"] == "unavailable"
-        assert ready.json()["error"]["code"] == "schema_not_migrated"
+        body = ready.json()
+        assert (body["ready"], body["live"], body["database"]) == (False, True, True)
+        assert body["schema_current"] is False
+        assert body["pending_migrations"][0] == 1
+        assert "lacks migrations" in body["problems"][0]
 
 
 async def test_the_server_app_probes_and_serves_read_only(aclient: wai.AsyncClient) -> None:
     row = await make(aclient, "available")
     async with http(server_app(aclient, token=None)) as app:
         health = await app.get("/healthz")
-        assert (health.status_code, health.json()) == (200, {"status": "ok"})
+        assert (health.status_code, health.json()["live"]) == (200, True)
         ready = await app.get("/readyz")
-        assert (ready.status_code, ready.json()) == (200, {"status": "ready"})
+        assert ready.status_code == 200
+        body = ready.json()
+        assert (body["ready"], body["schema_current"], body["problems"]) == (True, True, [])
+        assert ready.headers["cache-control"] == "no-store"
+        metrics = await app.get("/metrics")
+        assert metrics.status_code == 200
+        assert "wai_jobs_inserted_total" in metrics.text
         conforms(await app.get(f"{API}/queues"), "GET", "/queues")
         refused(await app.post(f"{API}/jobs/{row.id}/cancel", headers=AUTH), 403, "read_only")
         refused(await app.get("/elsewhere"), 404, "not_found")

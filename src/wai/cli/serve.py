@@ -50,7 +50,7 @@ def add_commands(sub: SubParsers) -> None:
         "serve",
         "serve the admin web UI (at /) and HTTP API (JSON under /api/v1/, schema at "
         "/api/v1/openapi.json) "
-        "and /healthz, /readyz",
+        "and /metrics, /healthz, /readyz",
         _cmd_serve,
     )
     p.add_argument(

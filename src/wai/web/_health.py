@@ -1,20 +1,18 @@
-"""``GET /healthz`` (the process answers) and ``GET /readyz`` (the database answers, migrated).
+"""``GET /healthz`` (the process is live) and ``GET /readyz`` (it is ready), answered from
+:meth:`wai.AsyncClient.health`: 200, or 503, with the :class:`wai.Health` as JSON.
 
-Served by ``wai serve`` next to the API; a host application that mounts the API has
-probes of its own.
+Served by ``wai serve`` next to the API, and by ``wai worker --metrics-port`` next to
+``/metrics`` (docs/observability.md, "Health").
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Final
 
-import psycopg
-from psycopg_pool import PoolTimeout
-
+from wai._health import Health
+from wai._jsonable import jsonable
 from wai.client import AsyncClient
-from wai.errors import DatabaseError, SchemaNotMigrated
 from wai.web._encode import json_response
 
 try:
@@ -28,30 +26,35 @@ __all__ = ["READY_TIMEOUT", "health_routes"]
 
 logger = logging.getLogger("wai.web")
 
-#: Seconds ``/readyz`` waits for the database before it answers 503.
-READY_TIMEOUT: Final = 5.0
+#: Seconds the database check of a probe may take before it reports no answer.
+READY_TIMEOUT: Final = 2.0
 
 
-def _unready(code: str, message: str) -> Response:
-    body = {"status": "unavailable", "error": {"code": code, "message": message}}
-    return json_response(body, 503)
+def _answer(health: Health, ok: bool) -> Response:
+    return json_response(jsonable(health), 200 if ok else 503, {"Cache-Control": "no-store"})
 
 
 def health_routes(client: AsyncClient, *, timeout: float = READY_TIMEOUT) -> list[Route]:
     """The two probes of ``client``'s process."""
+    reported: set[str] = set()
+
+    async def check() -> Health:
+        health = await client.health(timeout=timeout)
+        # Each new problem once, at WARNING: a probe every few seconds must not flood the log.
+        for problem in health.problems:
+            if problem not in reported:
+                logger.warning("wai: health: %s", problem)
+        reported.clear()
+        reported.update(health.problems)
+        return health
 
     async def healthz(request: Request) -> Response:
-        return json_response({"status": "ok"})
+        health = await check()
+        return _answer(health, health.live)
 
     async def readyz(request: Request) -> Response:
-        try:
-            await asyncio.wait_for(client.check_schema(), timeout)
-        except SchemaNotMigrated as exc:
-            return _unready("schema_not_migrated", str(exc))
-        except (TimeoutError, DatabaseError, psycopg.Error, PoolTimeout, OSError) as exc:
-            logger.warning("readyz: the database does not answer: %s", exc or type(exc).__name__)
-            return _unready("database_unavailable", "the database does not answer")
-        return json_response({"status": "ready"})
+        health = await check()
+        return _answer(health, health.ready)
 
     return [
         Route("/healthz", healthz, methods=["GET"]),
