@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import sys
 from collections.abc import Callable, Mapping, Sequence
+
+from wai._logging import say
 
 __all__ = ["USAGE_ERROR", "Supervisor", "describe_exit"]
 
@@ -21,7 +22,7 @@ USAGE_ERROR = 2
 
 
 def _stderr(message: str) -> None:
-    print(f"wai: {message}", file=sys.stderr, flush=True)
+    say(message)  # a JSON record under --log-format json, like the children's lines
 
 
 def describe_exit(returncode: int) -> str:

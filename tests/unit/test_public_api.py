@@ -33,6 +33,7 @@ EXPECTED = {
     "JobNotFound",
     "JobRow",
     "JobState",
+    "JsonFormatter",
     "KindDefaults",
     "Lineage",
     "NoDatabaseURL",

@@ -14,7 +14,7 @@ from wai import _db_async as db
 from wai._context import AttemptState
 from wai._followups import Applied
 from wai._job import JobRow
-from wai._logging import emit
+from wai._logging import emit, job_extra, jobs_extra
 from wai._outcomes import Outcome, describe_exception
 from wai._queues import QueueConfig, QueueSettings
 from wai.callbacks import _queries_async as callback_db
@@ -39,7 +39,6 @@ from wai.worker._executor import execute, interrupted_outcome, shutdown_outcome
 from wai.worker._finalizer import Finalizer
 from wai.worker._heartbeat import Heartbeater
 from wai.worker._hooks import HookDispatcher
-from wai.worker._joblog import job_extra
 from wai.worker._notifier import Notifier, parse_cancel
 from wai.worker._producer import QueueProducer
 from wai.worker._records import Recorder
@@ -359,11 +358,14 @@ class Runtime:
             try:
                 await asyncio.wait_for(self._finalizer.wait_idle(), timeout=bound)
             except TimeoutError:
+                # Every attempt whose outcome is not committed: queued or being written.
+                unwritten = [state.row for state in self.attempts.values()]
                 emit(
                     logger,
                     logging.WARNING,
                     "wai: %d outcomes unwritten at shutdown; rescue will recover those jobs",
-                    self._finalizer.pending,
+                    len(unwritten),
+                    extra=jobs_extra(unwritten),
                 )
         await stop_tasks(self._background)  # re-cancels a loop that absorbed its cancel
         if self.throughput is not None:
