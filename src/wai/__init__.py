@@ -14,6 +14,7 @@ from wai._instances import RuntimeInstance
 from wai._job import JobRow, JobState, Trigger
 from wai._kinds import KindDefaults, kind
 from wai._lineage import Lineage
+from wai._logging import JsonFormatter
 from wai._queues import QueueConfig
 from wai._results import CallbackToken, Cancel, RetryAfter, Snooze, WaitForCallback
 from wai._unique import UniqueOpts
@@ -61,6 +62,7 @@ __all__ = [
     "JobNotFound",
     "JobRow",
     "JobState",
+    "JsonFormatter",
     "KindDefaults",
     "Lineage",
     "NoDatabaseURL",

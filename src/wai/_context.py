@@ -14,6 +14,7 @@ from uuid import UUID
 
 from wai._job import JobRow, JobState, Trigger
 from wai._kinds import dumps
+from wai._logging import emit, job_extra
 from wai._results import CallbackToken
 from wai._storable import check_text
 from wai.callbacks import CallbackExpressions, check_timeout, compile_expressions
@@ -142,7 +143,14 @@ class AttemptState:
         try:
             return dumps(progress, "progress")
         except ValidationError as exc:
-            logger.error("wai: job %s: progress not written: %s", self.job_id, exc)
+            emit(
+                logger,
+                logging.WARNING,
+                "wai: job %s: progress not written: %s",
+                self.job_id,
+                exc,
+                extra=job_extra(self.row),
+            )
             return None
 
 

@@ -2,10 +2,13 @@
 
 The library only logs (loggers under ``wai.``), through :func:`emit`, which no broken
 handler or filter can make raise; it never configures logging: an application that
-runs ``client.run()`` configures it as it likes. ``wai worker`` and ``wai
-maintenance`` own their process, so :func:`configure` sets up the root logger: the
-app's own loggers come out through the same handler, in the same format (text, or
-one JSON object per line with :class:`JsonFormatter`).
+runs ``client.run()`` configures it as it likes. A record about one job carries
+:func:`job_extra` (``job_id``, ``kind``, ``queue``, ``attempt``...), one about several
+:func:`jobs_extra` (``job_ids``, ``count``). The long-running commands (``wai
+worker``, ``wai maintenance``, ``wai serve``, ``wai callbacks serve``) own their
+process, so :func:`configure` sets up the root logger: the app's own loggers come out
+through the same handler, in the same format (text, or one JSON object per line with
+:class:`JsonFormatter`), and so do the command's own lines (:func:`say`).
 """
 
 from __future__ import annotations
@@ -14,11 +17,23 @@ import contextlib
 import json
 import logging
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-__all__ = ["FORMATS", "LEVELS", "JsonFormatter", "configure", "emit"]
+from wai._job import JobRow
+
+__all__ = [
+    "FORMATS",
+    "LEVELS",
+    "JsonFormatter",
+    "configure",
+    "emit",
+    "job_extra",
+    "jobs_extra",
+    "json_lines",
+    "say",
+]
 
 LEVELS = ("debug", "info", "warning", "error")
 FORMATS = ("text", "json")
@@ -39,11 +54,36 @@ def emit(
 ) -> None:
     """``target.log(...)``, except that nothing a handler or filter raises gets out."""
     try:
-        target.log(level, message, *args, extra=extra, exc_info=exc_info)
+        # stacklevel: the record names the caller of emit (its module, function, line).
+        target.log(level, message, *args, extra=extra, exc_info=exc_info, stacklevel=2)
     except Exception as exc:  # a user's handler or filter is broken
         with contextlib.suppress(Exception):  # even stderr failed: nothing is left to tell
             lost = type(exc).__name__
             sys.stderr.write(f"wai: a log record of {target.name} was lost ({lost})\n")
+
+
+def job_extra(row: JobRow, **more: object) -> dict[str, object]:
+    """The ``extra`` fields of a record about the job of ``row``, as the row says."""
+    return {
+        "job_id": row.id,
+        "kind": row.kind,
+        "queue": row.queue,
+        "attempt": row.attempt,
+        "max_attempts": row.max_attempts,
+        **more,
+    }
+
+
+def jobs_extra(rows: Sequence[JobRow], **more: object) -> dict[str, object]:
+    """The ``extra`` fields of a record about ``rows``: ``job_ids`` and ``count``.
+
+    A record about a single job carries that job's :func:`job_extra` too, so that a
+    filter on ``job_id`` finds it.
+    """
+    fields: dict[str, object] = {"job_ids": [row.id for row in rows], "count": len(rows)}
+    if len(rows) == 1:
+        fields.update(job_extra(rows[0]))
+    return {**fields, **more}
 
 
 def _text_of(value: object) -> str:
@@ -85,12 +125,41 @@ class JsonFormatter(logging.Formatter):
 _TEXT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
+class _Lines:
+    """Whether :func:`configure` chose JSON: the command's own lines are records then."""
+
+    json = False
+
+
+#: The logger of the command line's own lines in JSON mode (:func:`say`).
+_cli_logger = logging.getLogger("wai.cli")
+
+
+def json_lines() -> bool:
+    """Whether :func:`configure` chose JSON (the command's own lines are records then)."""
+    return _Lines.json
+
+
+def say(message: str, level: int = logging.INFO) -> None:
+    """A line for the operator: ``wai: <message>`` on stderr, never raising.
+
+    Once :func:`configure` chose ``json`` it is a record of ``wai.cli`` at ``level``
+    instead, so that every line the process writes is one JSON object.
+    """
+    if _Lines.json:
+        emit(_cli_logger, level, "%s", message)
+        return
+    with contextlib.suppress(Exception):  # a closed stderr must not stop the caller
+        print(f"wai: {message}", file=sys.stderr, flush=True)
+
+
 def configure(level: str = "info", fmt: str = "text", *, stream: TextIO | None = None) -> None:
     """Log to ``stream`` (stderr) in ``fmt`` ("text" or "json"), replacing root's handlers.
 
     The ``wai`` loggers log at ``level``; every other logger (the app's, the
     libraries') at ``level`` or ``info``, whichever is higher, so that
-    ``debug`` shows wai's detail without every library's.
+    ``debug`` shows wai's detail without every library's. With ``json``, the
+    command's own lines (:func:`say`) are records too.
     """
     if level not in LEVELS:
         raise ValueError(f"log level must be one of {', '.join(LEVELS)}, got {level!r}")
@@ -101,3 +170,4 @@ def configure(level: str = "info", fmt: str = "text", *, stream: TextIO | None =
     number = logging.getLevelNamesMapping()[level.upper()]
     logging.basicConfig(handlers=[handler], level=max(number, logging.INFO), force=True)
     logging.getLogger("wai").setLevel(number)
+    _Lines.json = fmt == "json"

@@ -49,6 +49,7 @@ from wai._codec import dumps
 from wai._inserts import NewJob, with_metadata
 from wai._job import JobRow, JobState
 from wai._json import loads
+from wai._logging import emit, job_extra
 from wai._outcomes import Outcome
 from wai._version import __version__
 
@@ -126,18 +127,30 @@ def _tracer() -> Tracer:
 _warned: set[str] = set()
 
 
-def _warn_once(what: str, exc: Exception) -> None:
-    """A tracing failure is logged once per process and never stops the job path."""
+def _warn_once(what: str, exc: Exception, job: JobRow | None = None) -> None:
+    """A tracing failure is logged once per process and never stops the job path.
+
+    The record names ``job`` (its ``extra`` fields) when the failure happened on it.
+    """
     if what not in _warned:
         _warned.add(what)
-        logger.warning("wai: trace context %s failed (%s); going on without it", what, exc)
+        emit(
+            logger,
+            logging.WARNING,
+            "wai: trace context %s failed (%s)%s; going on without it",
+            what,
+            exc,
+            "" if job is None else f" on job {job.id}",
+            extra=None if job is None else job_extra(job),
+        )
 
 
-def inject(context: Context | None = None) -> dict[str, str] | None:
+def inject(context: Context | None = None, *, job: JobRow | None = None) -> dict[str, str] | None:
     """``context`` (default: the current one) as the configured propagators write it.
 
     None when they write nothing (no valid span, no baggage), or what they write could
-    not be stored as JSON in PostgreSQL.
+    not be stored as JSON in PostgreSQL. ``job``: the job whose attempt this is, named
+    in the warning.
     """
     carrier: dict[str, str] = {}
     try:
@@ -145,19 +158,19 @@ def inject(context: Context | None = None) -> dict[str, str] | None:
         if carrier:
             dumps(carrier, "trace context")
     except Exception as exc:  # a propagator's failure, or text PostgreSQL cannot store
-        _warn_once("injection", exc)
+        _warn_once("injection", exc, job)
         return None
     return carrier or None
 
 
-def _extract(stored: Mapping[str, str] | None) -> Context:
+def _extract(stored: Mapping[str, str] | None, job: JobRow | None = None) -> Context:
     """The context ``stored`` describes; an empty one (a root) when there is none."""
     if not stored:
         return Context()
     try:
         return propagate.extract(stored, context=Context())
     except Exception as exc:
-        _warn_once("extraction", exc)
+        _warn_once("extraction", exc, job)
         return Context()
 
 
@@ -336,7 +349,7 @@ def processing(row: JobRow, *, carry: bool = True) -> Iterator[Attempt]:
     current in the block, so the handler sees it.
     """
     stored = stored_trace(row.metadata) if row.metadata else None
-    parent = _extract(stored)
+    parent = _extract(stored, row)
     links: list[Link] = []
     creation = trace.get_current_span(parent).get_span_context()
     if creation.is_valid:
@@ -366,7 +379,7 @@ def processing(row: JobRow, *, carry: bool = True) -> Iterator[Attempt]:
     )
     current = trace.set_span_in_context(span, parent)
     token = otel_context.attach(current)
-    attempt = Attempt(span, inject(current) if carry else None)
+    attempt = Attempt(span, inject(current, job=row) if carry else None)
     try:
         yield attempt
     except asyncio.CancelledError:

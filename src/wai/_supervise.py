@@ -9,9 +9,13 @@ elector and the leader's services) runs through one of two helpers:
 - :func:`supervise` for a loop that keeps state across iterations and cannot simply
   skip one: it is restarted from scratch after a backoff.
 
-Expected failures (the database unreachable) are handled, and logged more quietly,
-inside the loops themselves; these helpers catch what nobody foresaw, so one bad value
-or one bug costs a pass, never the task for the rest of the process's life.
+Expected failures (the database unreachable) are mostly handled, and logged more
+quietly, inside the loops themselves; these helpers catch what nobody foresaw, so one
+bad value or one bug costs a pass, never the task for the rest of the process's life.
+A database outage that does reach them (a maintenance pass that found the server gone,
+a pool that timed out) is logged as a WARNING without a traceback; anything else is an
+ERROR with its traceback. The record is written with :func:`wai._logging.emit`: a
+broken handler cannot end the loop either.
 ``asyncio.CancelledError`` (a ``BaseException``) is never caught: cancelling the task
 stops it.
 """
@@ -23,9 +27,36 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+import psycopg
+from psycopg.errors import TransactionRollback
+from psycopg_pool import PoolTimeout
+
+from wai._logging import emit
+
 __all__ = ["Backoff", "repeat", "supervise"]
 
 logger = logging.getLogger("wai")
+
+#: The database is down, restarting, out of connections, or chose this transaction as
+#: a deadlock's victim: a later try can succeed, and a traceback would say nothing more.
+_OUTAGES = (psycopg.OperationalError, TransactionRollback, PoolTimeout)
+
+
+def _log_failure(exc: Exception, what: str, then: str) -> None:
+    """Log that ``what`` failed with ``exc``: a database outage quietly, else with the traceback."""
+    if isinstance(exc, _OUTAGES):
+        text = str(exc).strip()
+        emit(
+            logger,
+            logging.WARNING,
+            "wai: %s failed, the database is unavailable (%s: %s); %s",
+            what,
+            type(exc).__name__,
+            text.splitlines()[0] if text else "",
+            then,
+        )
+    else:
+        emit(logger, logging.ERROR, "wai: %s failed; %s", what, then, exc_info=exc)
 
 
 class Backoff:
@@ -58,7 +89,7 @@ async def repeat(
     """Await ``step()`` every ``interval`` seconds until cancelled.
 
     With ``sleep_first`` the loop waits ``interval`` before the first step. A step
-    that raises an ``Exception`` is logged with its traceback; the next one runs
+    that raises an ``Exception`` is logged (:func:`_log_failure`); the next one runs
     after ``interval`` doubled for each consecutive failure, at most ``cap``
     (default: ``max(interval, 30)`` seconds; pass ``cap=interval`` for a loop that
     must keep its pace, such as heartbeats). With ``interval`` 0 the step itself
@@ -71,9 +102,9 @@ async def repeat(
             await asyncio.sleep(delay)
         try:
             await step()
-        except Exception:
+        except Exception as exc:
             delay = backoff.next()
-            logger.exception("wai: %s failed; next try in %.2f s", name, delay)
+            _log_failure(exc, name, f"next try in {delay:.2f} s")
         else:
             backoff.reset()
             delay = interval
@@ -88,7 +119,7 @@ async def supervise(
 ) -> None:
     """Await ``run()`` until it returns; restart it after an unexpected ``Exception``.
 
-    The exception is logged with its traceback and ``run()`` starts afresh after a
+    The exception is logged (:func:`_log_failure`) and ``run()`` starts afresh after a
     backoff: ``base``, doubling while it keeps failing, at most ``cap``; a run that
     lasted longer than ``cap`` counts as a success (the next failure waits ``base``).
     Cancellation propagates.
@@ -98,11 +129,11 @@ async def supervise(
         started = time.monotonic()
         try:
             await run()
-        except Exception:
+        except Exception as exc:
             if time.monotonic() - started > backoff.cap:
                 backoff.reset()
             delay = backoff.next()
-            logger.exception("wai: %s failed; restarting it in %.2f s", name, delay)
+            _log_failure(exc, name, f"restarting it in {delay:.2f} s")
         else:
             return
         await asyncio.sleep(delay)

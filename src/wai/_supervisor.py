@@ -11,8 +11,9 @@ import asyncio
 import contextlib
 import os
 import signal
-import sys
 from collections.abc import Callable, Mapping, Sequence
+
+from wai._logging import say
 
 __all__ = ["SLOT_ENV", "USAGE_ERROR", "Supervisor", "describe_exit"]
 
@@ -26,7 +27,7 @@ USAGE_ERROR = 2
 
 
 def _stderr(message: str) -> None:
-    print(f"wai: {message}", file=sys.stderr, flush=True)
+    say(message)  # a JSON record under --log-format json, like the children's lines
 
 
 def describe_exit(returncode: int) -> str:

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
-import sys
 from collections.abc import Mapping
 from typing import Any
 
 from wai._client_base import ClientBase
 from wai._client_base_async import AsyncClientBase
 from wai._health import RuntimeHealth
-from wai._logging import emit
+from wai._logging import emit, say
 from wai._queues import QueueConfig, normalize_queues
 from wai.callbacks import Resolved
 from wai.errors import ValidationError
@@ -168,9 +166,9 @@ def _jobs(count: int) -> str:
 
 
 def _say(message: str) -> None:
-    """A line for the person at the terminal who pressed Ctrl-C (stderr, not a log)."""
-    with contextlib.suppress(Exception):  # a closed stderr must not stop the shutdown
-        print(f"wai: {message}", file=sys.stderr, flush=True)
+    """A line for the person at the terminal who pressed Ctrl-C (stderr; a JSON record
+    when the command logs JSON: :func:`wai._logging.say`)."""
+    say(message)
 
 
 def _announce(sig: signal.Signals, running: int, timeout: float) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -68,8 +69,9 @@ async def _wait_listening(base: str, proc: asyncio.subprocess.Process, log: Path
     raise AssertionError(f"never listened\n{_read(log)}")
 
 
+@pytest.mark.parametrize("log_format", ["text", "json"])
 async def test_callbacks_serve_completes_a_parked_job_and_refuses_a_forged_one(
-    aclient: wai.AsyncClient, database_url: str, tmp_path: Path
+    aclient: wai.AsyncClient, database_url: str, tmp_path: Path, log_format: str
 ) -> None:
     (tmp_path / "app.py").write_text(APP)
     row, cid = await parked(aclient)
@@ -91,6 +93,10 @@ async def test_callbacks_serve_completes_a_parked_job_and_refuses_a_forged_one(
             "HOOK_SECRET",
             "--port",
             str(port),
+            "--log-format",
+            log_format,
+            "--log-level",
+            "debug",
             cwd=tmp_path,
             env={**env, "HOOK_SECRET": SECRET},
             stdout=out,
@@ -129,6 +135,21 @@ async def test_callbacks_serve_completes_a_parked_job_and_refuses_a_forged_one(
             await proc.wait()
     output = _read(log)
     assert "callback ingress on http://127.0.0.1" in output
+    if log_format == "json":
+        records = [json.loads(line) for line in output.splitlines()]  # every line is JSON
+        [completion] = [r for r in records if r["logger"] == "wai.jobs"]
+        assert completion["level"] == "DEBUG"
+        assert (completion["job_id"], completion["kind"], completion["queue"]) == (
+            row.id,
+            "pay",
+            "q",
+        )
+        assert (completion["attempt"], completion["outcome"]) == (1, "completed")
+        assert completion["callback_id"] == str(cid)
+        refused = [r for r in records if r["logger"] == "wai.ingress"]
+        assert [r["level"] for r in refused] == ["INFO", "INFO"]  # forged, then the replay
+        assert {r["callback_id"] for r in refused} == {str(cid)}
+        assert any(r["logger"] == "uvicorn.access" for r in records)
 
 
 @pytest.mark.parametrize(

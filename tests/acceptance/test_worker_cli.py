@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -68,8 +69,32 @@ def app_dir(tmp_path: Path) -> Path:
 
 
 def json_lines(stderr: str) -> list[dict[str, Any]]:
-    """The log records of a ``--log-format json`` run (other stderr lines are the CLI's)."""
-    return [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    """The records of a ``--log-format json`` run: every line must be one JSON object."""
+    records: list[dict[str, Any]] = []
+    for line in stderr.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            raise AssertionError(f"not a JSON line: {line!r}\n{stderr}") from None
+        assert isinstance(record, dict), line
+        records.append(record)  # pyright: ignore[reportUnknownArgumentType]
+    return records
+
+
+def check_job_records(records: list[dict[str, Any]], jobs: dict[int, tuple[str, str]]) -> int:
+    """Every record naming one of ``jobs`` (id: kind, queue) carries its fields; how many."""
+    checked = 0
+    for r in records:
+        named = {int(n) for n in re.findall(r"\bjob (\d+)\b", r["message"])}
+        if not named and "job_id" not in r:
+            continue
+        assert named <= {r.get("job_id")}, r
+        assert (r["kind"], r["queue"]) == jobs[r["job_id"]], r
+        attempt = re.search(r"\battempt (\d+)/(\d+)\b", r["message"])
+        assert attempt is not None, r
+        assert (r["attempt"], r["max_attempts"]) == (int(attempt[1]), int(attempt[2])), r
+        checked += 1
+    return checked
 
 
 def one(records: list[dict[str, Any]], **match: Any) -> dict[str, Any]:
@@ -96,10 +121,16 @@ def test_worker_logs_failed_attempts_start_and_stop_as_json(
     )  # fmt: skip
 
     assert result.returncode == 0, result.stderr
-    records = json_lines(result.stderr)
+    assert result.stdout == ""
+    records = json_lines(result.stderr)  # the banner too: every line is JSON
     for r in records:
         assert {"time", "level", "logger", "message"} <= r.keys()
         assert r["logger"].startswith("wai")
+    banner = one(records, logger="wai.cli")
+    assert banner["level"] == "INFO"
+    assert banner["message"].startswith("worker for app:client: queues naps")
+    kinds = {retried: "flaky", exhausted: "flaky", discarded: "poison", completed: "nap"}
+    assert check_job_records(records, {i: (k, "naps") for i, k in kinds.items()}) >= 4
 
     retry = one(records, logger="wai.jobs", job_id=retried)
     assert retry["level"] == "INFO"
@@ -206,6 +237,29 @@ def test_worker_dlq_routes_failed_jobs_and_no_dlq_turns_it_off(
     assert result.returncode == 0, result.stderr
     assert sclient.get_job(kept).state == wai.JobState.FAILED
     assert sclient.dlq_depth("naps") == 1  # only the first one
+
+
+def test_supervised_workers_log_json_lines_only(
+    database_url: str, sclient: wai.Client, app_dir: Path
+) -> None:
+    job = sclient.insert({"n": 1}, kind="flaky", queue="naps", max_attempts=1).id
+    result = run_wai(
+        "--database-url", database_url, "worker", "app:client", "--burst", *FAST,
+        "--processes", "2", "--log-format", "json",
+        cwd=app_dir,
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    records = json_lines(result.stderr)  # the supervisor's lines and its children's
+    supervising = [r for r in records if r["message"].startswith("supervising 2 worker")]
+    assert [r["logger"] for r in supervising] == ["wai.cli"]
+    gone = one(records, logger="wai.jobs", job_id=job)
+    assert (gone["level"], gone["kind"], gone["queue"], gone["attempt"]) == (
+        "WARNING",
+        "flaky",
+        "naps",
+        1,
+    )
 
 
 def test_worker_help_documents_dlq_and_logging() -> None:

@@ -17,6 +17,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
 
 import wai
 from tests.integration._helpers import (
@@ -343,3 +345,50 @@ async def test_a_failing_pass_is_retried_with_backoff_and_cancel_still_stops_it(
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+
+
+async def test_a_database_outage_is_a_warning_without_traceback_a_bug_an_error_with_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A maintenance pass that cannot reach the server: WARNING, no traceback (nothing in
+    wai to fix); a pass that fails on a bug: ERROR with its traceback."""
+    caplog.set_level(logging.WARNING, logger="wai")
+    # Nothing listens on port 1: every connection attempt fails, as when the server is down.
+    pool: AsyncConnectionPool[AsyncConnection[Any]] = AsyncConnectionPool(
+        "postgresql://postgres@127.0.0.1:1/none", min_size=0, max_size=1, timeout=0.2, open=False
+    )
+    await pool.open()
+    try:
+        task = asyncio.create_task(Promoter(pool, "wai", interval=0.01).run_forever())
+        await wait_for(
+            lambda: [r for r in caplog.records if "Promoter failed" in r.getMessage()],
+            10,
+            what="the Promoter's failed pass",
+        )
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    finally:
+        await pool.close()
+    outage = next(r for r in caplog.records if "Promoter failed" in r.getMessage())
+    assert outage.levelno == logging.WARNING
+    assert outage.exc_info is None
+    assert "the database is unavailable (PoolTimeout" in outage.getMessage()
+
+    from wai._supervise import repeat
+
+    async def buggy() -> None:
+        raise RuntimeError(INJECTED)
+
+    caplog.clear()
+    task = asyncio.create_task(repeat("buggy loop", buggy, interval=0.001, cap=0.001))
+    await wait_for(lambda: caplog.records, 5, what="the buggy pass")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    bug = caplog.records[0]
+    assert (bug.levelno, bug.getMessage()) == (
+        logging.ERROR,
+        "wai: buggy loop failed; next try in 0.00 s",
+    )
+    assert _logged_with_traceback(caplog)

@@ -9,8 +9,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from wai._logging import JsonFormatter, configure, emit
+from tests.unit.test_demo import row
+from wai import _logging
+from wai._logging import JsonFormatter, configure, emit, job_extra, jobs_extra, say
 from wai._outcomes import describe_exception
+from wai.cli._common import err
 
 
 class Unprintable:
@@ -123,3 +126,76 @@ def test_an_exception_whose_str_raises_is_described_by_its_type() -> None:
     except Broken as exc:
         text = describe_exception(exc)
     assert text.startswith("Broken: <str() of the exception raised>")
+
+
+def test_emit_names_its_caller(logger: logging.Logger) -> None:
+    seen: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    logger.addHandler(Keep())
+    emit(logger, logging.INFO, "hello")
+    (record,) = seen
+    assert record.funcName == "test_emit_names_its_caller"  # not emit, in _logging.py
+    assert record.pathname == __file__
+
+
+def test_job_fields_of_one_job_and_of_several() -> None:
+    first, second = row(7, "email", attempt=2), row(8, "email", queue="other")
+    assert job_extra(first, outcome="retried") == {
+        "job_id": 7,
+        "kind": "email",
+        "queue": "q",
+        "attempt": 2,
+        "max_attempts": 3,
+        "outcome": "retried",
+    }
+    # one job: its own fields too, so that a filter on job_id finds the record
+    assert jobs_extra([first], reason="stale_heartbeat") == {
+        "job_ids": [7],
+        "count": 1,
+        **job_extra(first),
+        "reason": "stale_heartbeat",
+    }
+    assert jobs_extra([first, second]) == {"job_ids": [7, 8], "count": 2}
+
+
+@pytest.fixture
+def root_restored() -> Iterator[None]:
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level, logging.getLogger("wai").level)
+    try:
+        yield
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+        logging.getLogger("wai").setLevel(saved[2])
+        _logging._Lines.json = False  # pyright: ignore[reportPrivateUsage]
+
+
+@pytest.mark.usefixtures("root_restored")
+def test_the_commands_own_lines_are_json_records_once_json_is_chosen(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = io.StringIO()
+    configure("info", "text", stream=out)
+    say("worker for app:client")
+    err("no database", "")
+    assert capsys.readouterr().err == "wai: worker for app:client\nwai: no database\n"
+    assert out.getvalue() == ""
+
+    configure("info", "json", stream=out)
+    say("shutting down")
+    err("schema not migrated")  # an error
+    err("warning: the schema is behind; /readyz answers 503 until then", "")
+    err("serving read-only", "")
+    assert capsys.readouterr().err == ""
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [(x["logger"], x["level"], x["message"]) for x in lines] == [
+        ("wai.cli", "INFO", "shutting down"),
+        ("wai.cli", "ERROR", "schema not migrated"),
+        ("wai.cli", "WARNING", "the schema is behind; /readyz answers 503 until then"),
+        ("wai.cli", "INFO", "serving read-only"),
+    ]

@@ -34,6 +34,7 @@ EXPECTED = {
     "JobNotFound",
     "JobRow",
     "JobState",
+    "JsonFormatter",
     "KindDefaults",
     "Lineage",
     "NoDatabaseURL",

@@ -16,6 +16,7 @@ from uuid import UUID
 
 from wai._job import JobRow, JobState
 from wai._kinds import dumps
+from wai._logging import emit, job_extra
 from wai._outcomes import Outcome
 from wai._storable import check_json, check_text
 from wai.errors import CallbackNotFound, ValidationError
@@ -32,12 +33,16 @@ __all__ = [
     "check_timeout",
     "compile_expressions",
     "decide_resolution",
+    "log_resolved",
     "parse_callback_id",
     "payload_json",
     "resolution_outcome",
 ]
 
 logger = logging.getLogger("wai.callbacks")
+
+#: Job outcomes are logged on ``wai.jobs``, whoever writes them (a worker, a resolution).
+_jobs_logger = logging.getLogger("wai.jobs")
 
 DefaultAction = Literal["complete", "fail", "ignore"]
 
@@ -201,19 +206,42 @@ def _evaluate(text: str, payload: Any) -> Any:
     return _program(text).evaluate({"payload": celpy.json_to_cel(payload)})
 
 
-def _truth(name: str, text: str, payload: Any) -> bool | None:
+def _truth(name: str, text: str, payload: Any, job: JobRow | None) -> bool | None:
     """True/False, or None when the expression errs or is not boolean (logged)."""
+    extra = None if job is None else job_extra(job, expression=name)
     try:
         value = _evaluate(text, payload)
     except Exception as exc:
-        logger.warning("wai: callback %s %r failed on the payload: %s", name, text, exc)
+        emit(
+            logger,
+            logging.WARNING,
+            "wai: callback %s %r failed on the payload%s: %s",
+            name,
+            text,
+            _of(job),
+            exc,
+            extra=extra,
+        )
         return None
     if isinstance(value, bool):  # celpy's BoolType subclasses int, not bool
         return value
     if type(value).__name__ == "BoolType":
         return bool(value)
-    logger.warning("wai: callback %s %r returned %r, not a boolean", name, text, value)
+    emit(
+        logger,
+        logging.WARNING,
+        "wai: callback %s %r returned %r%s, not a boolean",
+        name,
+        text,
+        value,
+        _of(job),
+        extra=extra,
+    )
     return None
+
+
+def _of(job: JobRow | None) -> str:
+    return "" if job is None else f" (job {job.id})"
 
 
 def _transformed(text: str, payload: Any) -> Any:
@@ -240,7 +268,11 @@ class Decision:
 
 
 def decide_resolution(
-    expressions: CallbackExpressions, payload: Any, default_action: str
+    expressions: CallbackExpressions,
+    payload: Any,
+    default_action: str,
+    *,
+    job: JobRow | None = None,
 ) -> Decision:
     """Evaluate a callback's expressions on ``payload``, in Awa's order.
 
@@ -248,7 +280,8 @@ def decide_resolution(
     true → fail; ``on_complete`` true → complete; otherwise ``default_action``.
     A completion stores the payload shaped by ``transform`` (a transform error
     raises :class:`wai.ValidationError` and resolves nothing). An expression that
-    errs or is not boolean counts as not matching and is logged.
+    errs or is not boolean counts as not matching and is logged (a WARNING of
+    ``wai.callbacks``, naming ``job``, the row being resolved, when given).
     """
     if default_action not in DEFAULT_ACTIONS:
         raise ValidationError(
@@ -256,16 +289,16 @@ def decide_resolution(
         )
     dumps(payload, "callback payload")
     e = expressions
-    if e.filter is not None and _truth("filter", e.filter, payload) is False:
+    if e.filter is not None and _truth("filter", e.filter, payload, job) is False:
         return Decision(action="ignore")
-    if e.on_fail is not None and _truth("on_fail", e.on_fail, payload):
+    if e.on_fail is not None and _truth("on_fail", e.on_fail, payload, job):
         return Decision(
             action="fail",
             error=f"callback payload matched on_fail: {e.on_fail}",
             expression=e.on_fail,
         )
     action = default_action
-    if e.on_complete is not None and _truth("on_complete", e.on_complete, payload):
+    if e.on_complete is not None and _truth("on_complete", e.on_complete, payload, job):
         action = "complete"
     if action == "complete":
         shaped = _transformed(e.transform, payload) if e.transform is not None else payload
@@ -392,3 +425,62 @@ def resolution_outcome(action: str, row: JobRow, error: str | None) -> Outcome |
             error=RETRY_ERROR,
         )
     return None
+
+
+def log_resolved(resolved: Resolved, callback_id: UUID) -> None:
+    """Log a committed resolution on ``wai.jobs``, at the level of a worker's outcome.
+
+    A retry: INFO; the job failed for good (``fail_external``, a ``retry_external``
+    with no attempt left, a resolution that matched ``on_fail``): WARNING; a
+    completion, a resume, a heartbeat, an ignored payload: DEBUG. The ``extra`` is
+    the job's (:func:`wai._logging.job_extra`) with ``callback_id``,
+    ``callback_action`` and, when the job moved on, ``outcome``.
+    """
+    outcome = resolved.outcome
+    event = None if outcome is None else outcome.event
+    level = _RESOLVED_LEVELS.get(event or "", logging.DEBUG)
+    if not _jobs_logger.isEnabledFor(level):
+        return
+    row = resolved.row
+    match event:
+        case "retried":
+            what = "asked for a retry: it runs again"
+        case "exhausted" if outcome is not None and outcome.terminal:
+            what = f"failed it for good: {_first_line(outcome.error)}"
+        case "exhausted":
+            what = "asked for a retry, but no attempt is left: exhausted"
+        case "completed":
+            what = "completed it"
+        case _:
+            what = _QUIET.get(resolved.action, _IGNORED)
+    extra = job_extra(row, callback_id=str(callback_id), callback_action=resolved.action)
+    if event is not None:
+        extra["outcome"] = event
+    emit(
+        _jobs_logger,
+        level,
+        "job %s (%s, queue %s) attempt %s/%s: callback %s %s",
+        row.id,
+        row.kind,
+        row.queue,
+        row.attempt,
+        row.max_attempts,
+        callback_id,
+        what,
+        extra=extra,
+    )
+
+
+_RESOLVED_LEVELS = {"retried": logging.INFO, "exhausted": logging.WARNING}
+
+_IGNORED = "left it waiting: the payload was ignored (filter false, or default_action ignore)"
+
+_QUIET = {
+    "resume": "resumed the handler waiting in place",
+    "heartbeat": "pushed its timeout back (heartbeat)",
+}
+
+
+def _first_line(text: str | None) -> str:
+    stripped = (text or "").strip()
+    return stripped.splitlines()[0] if stripped else ""

@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 from psycopg import AsyncConnection
 
@@ -24,6 +25,7 @@ from wai.callbacks._models import (
     ResolveRequest,
     check_error,
     check_timeout,
+    log_resolved,
     parse_callback_id,
     payload_json,
 )
@@ -158,8 +160,8 @@ class AsyncCallbackOps:
                 except CallbackNotFound:
                     await _refuse_parked(tx.connection, schema, req)
                     raise
-            # Hooks hear of it only once the caller's transaction commits.
-            tx.after_commit.append(functools.partial(self._on_resolved, resolved))
+            # Logs and hooks hear of it only once the caller's transaction commits.
+            tx.after_commit.append(functools.partial(self._committed, resolved, req.callback_id))
             return resolved
         async with borrow(self._core) as conn:
             with translate_errors(schema):
@@ -168,8 +170,12 @@ class AsyncCallbackOps:
                 except CallbackNotFound:
                     await _refuse_parked(conn, schema, req)
                     raise
-        self._on_resolved(resolved)
+        self._committed(resolved, req.callback_id)
         return resolved
+
+    def _committed(self, resolved: Resolved, callback_id: UUID) -> None:
+        log_resolved(resolved, callback_id)
+        self._on_resolved(resolved)
 
     async def complete_external(self, callback_id: Any, payload: Any = None) -> JobRow:
         """Complete the job waiting on ``callback_id``; returns its ``completed`` row."""

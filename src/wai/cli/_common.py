@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import re
 import sys
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import psycopg
 
+from wai import _logging
 from wai.client import Client
 from wai.errors import DatabaseError
 
@@ -232,8 +234,20 @@ def first_line(exc: BaseException) -> str:
 
 
 def err(message: object, prefix: str = "error: ") -> None:
-    """``wai: <prefix><message>`` on stderr."""
-    print(f"wai: {prefix}{message}", file=sys.stderr, flush=True)
+    """``wai: <prefix><message>`` on stderr.
+
+    Under ``--log-format json`` a record of ``wai.cli`` instead (:func:`wai._logging.say`):
+    ERROR for an error, WARNING for a line that starts ``warning:``, else INFO.
+    """
+    text = str(message)
+    if not _logging.json_lines():
+        print(f"wai: {prefix}{text}", file=sys.stderr, flush=True)
+    elif prefix == "error: ":
+        _logging.say(text, logging.ERROR)
+    elif text.startswith("warning: "):
+        _logging.say(text.removeprefix("warning: "), logging.WARNING)
+    else:
+        _logging.say(prefix + text)
 
 
 def fail(message: object, *, status: int = 1) -> int:

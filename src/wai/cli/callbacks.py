@@ -1,7 +1,8 @@
 """``wai callbacks serve``: the public HTTP ingress of external callbacks, for APP's client.
 
 The server itself is :mod:`wai.callbacks.ingress` (an optional extra); this module checks the
-signing secret and loads APP before handing over.
+signing secret, sets logging up (``--log-level``, ``--log-format``: :mod:`wai._logging`) and
+loads APP before handing over.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import functools
 import os
 from typing import TYPE_CHECKING
 
+from wai._logging import configure as configure_logging
 from wai.cli._app import load_runtime_app
-from wai.cli._common import UsageError, err, group, int_in, subparser
+from wai.cli._common import UsageError, err, group, int_in, logging_options, subparser
 
 if TYPE_CHECKING:
     from wai.cli._common import SubParsers
@@ -42,6 +44,7 @@ def add_commands(sub: SubParsers) -> None:
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=_port, default=8080, help="port to bind (default 8080)")
+    logging_options(p)
 
 
 def _cmd_serve(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
@@ -57,6 +60,7 @@ def _cmd_serve(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         from wai.callbacks.ingress import serve
     except ImportError as exc:
         raise UsageError(str(exc)) from None
+    configure_logging(args.log_level, args.log_format)  # before APP's import logs anything
     client, _url = load_runtime_app(args, stack)
     announce = functools.partial(err, prefix="")
     asyncio.run(serve(client, secret=secret, host=args.host, port=args.port, announce=announce))

@@ -20,6 +20,7 @@ from wai.cron._models import Periodic, Schedule
 
 __all__ = [
     "ActiveSchedule",
+    "FiredJob",
     "cron_active",
     "cron_delete",
     "cron_fire",
@@ -41,6 +42,17 @@ class ActiveSchedule:
     timezone: str
     missed_fire_policy: str
     cursor_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class FiredJob:
+    """A job that a fire enqueued, as inserted (for the log line of the fire)."""
+
+    id: int
+    kind: str
+    queue: str
+    attempt: int
+    max_attempts: int
 
 
 def cron_upsert(
@@ -82,8 +94,8 @@ def cron_fire(
     name: str,
     expected: datetime,
     fires: Sequence[datetime],
-) -> list[int]:
-    """Enqueue ``fires`` if the cursor still is ``expected``; returns the new job ids.
+) -> list[FiredJob]:
+    """Enqueue ``fires`` if the cursor still is ``expected``; returns the new jobs, by id.
 
     An empty result means another process fired (or paused) the schedule first.
     """
@@ -98,7 +110,7 @@ def cron_fire(
             "channel": channel(schema),
         },
     )
-    return [r[0] for r in cur.fetchall()]
+    return [FiredJob(*r) for r in cur.fetchall()]
 
 
 def _schedule(

@@ -11,6 +11,7 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
+from wai._logging import emit
 from wai._supervise import repeat
 
 __all__ = ["PeriodicService", "stop_tasks"]
@@ -34,8 +35,15 @@ async def stop_tasks(tasks: Collection[asyncio.Task[Any]], *, retry: float = 5.0
             t.cancel()
         _, pending = await asyncio.wait(pending, timeout=retry)
     for t in tasks:
-        if not t.cancelled() and t.exception() is not None:
-            logger.error("wai: task %s had failed: %r", t.get_name(), t.exception())
+        if not t.cancelled() and (exc := t.exception()) is not None:
+            emit(
+                logger,
+                logging.ERROR,
+                "wai: task %s had failed: %r",
+                t.get_name(),
+                exc,
+                exc_info=exc,
+            )
 
 
 class PeriodicService(ABC):

@@ -10,6 +10,7 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
+from wai._logging import emit
 from wai.cron import _queries_async as cron_db
 from wai.cron._models import MAX_FIRES_PER_PASS, fire_plan
 from wai.errors import ValidationError
@@ -65,19 +66,54 @@ class CronFirer(PeriodicService):
                     # Once per bad definition, not at every pass (each second, by default).
                     if (s.name, s.expr, s.timezone) not in self._warned:
                         self._warned.add((s.name, s.expr, s.timezone))
-                        logger.error("wai: periodic schedule %r not fired: %s", s.name, exc)
+                        emit(
+                            logger,
+                            logging.ERROR,
+                            "wai: periodic schedule %r not fired: %s",
+                            s.name,
+                            exc,
+                            extra={"schedule": s.name},
+                        )
                     continue
                 cursor = s.cursor_at
                 while fires:
-                    ids = await cron_db.cron_fire(
+                    jobs = await cron_db.cron_fire(
                         conn, self._schema, name=s.name, expected=cursor, fires=fires
                     )
-                    if not ids:
+                    if not jobs:
                         result.lost.append(s.name)
                         break
-                    result.fired[s.name] = result.fired.get(s.name, 0) + len(ids)
+                    result.fired[s.name] = result.fired.get(s.name, 0) + len(jobs)
+                    _log_fired(s.name, jobs)
                     if len(fires) < MAX_FIRES_PER_PASS:
                         break
                     cursor = fires[-1]  # a long catch-up: continue after this batch
                     fires = fire_plan(s.expr, s.timezone, s.missed_fire_policy, cursor, now)
         return result
+
+
+def _log_fired(schedule: str, jobs: list[cron_db.FiredJob]) -> None:
+    """DEBUG: the jobs one schedule enqueued, with ``job_ids``, ``count`` and ``kind``,
+    ``queue``; and ``job_id``, ``attempt``, ``max_attempts`` when it is one job."""
+    if not logger.isEnabledFor(logging.DEBUG):
+        return
+    first = jobs[0]
+    extra: dict[str, object] = {
+        "job_ids": [job.id for job in jobs],
+        "count": len(jobs),
+        "kind": first.kind,
+        "queue": first.queue,
+        "schedule": schedule,
+    }
+    if len(jobs) == 1:
+        extra.update(job_id=first.id, attempt=first.attempt, max_attempts=first.max_attempts)
+    emit(
+        logger,
+        logging.DEBUG,
+        "periodic schedule %r enqueued %s (%s, queue %s)",
+        schedule,
+        f"job {first.id}" if len(jobs) == 1 else f"{len(jobs)} jobs, {first.id} to {jobs[-1].id}",
+        first.kind,
+        first.queue,
+        extra=extra,
+    )

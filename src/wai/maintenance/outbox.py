@@ -13,6 +13,7 @@ from psycopg_pool import AsyncConnectionPool
 from wai import _inserts_db_async as inserts_db
 from wai._followups import decode_for, evaluate
 from wai._job import JobRow
+from wai._logging import emit, job_extra
 from wai._registry import Registry
 from wai._retry import outbox_backoff
 from wai._text import storable
@@ -106,7 +107,8 @@ class OutboxSweeper(PeriodicService):
                         else:
                             bad += 1
             except psycopg.Error as exc:
-                # Unexpected on a live connection: raised, for repeat() to log with its traceback.
+                # Unexpected on a live connection: raised, for repeat() to log (with its
+                # traceback, unless the server is the cause: a statement timeout, say).
                 if not conn.broken:
                     raise
                 # Nothing of this batch committed: the next pass takes the rows again.
@@ -124,7 +126,9 @@ class OutboxSweeper(PeriodicService):
                 raise  # nothing can be recorded on a lost connection: the pass ends
             error = describe(exc)
             attempt = int(row["attempts"]) + 1
-            logger.warning(
+            emit(
+                logger,
+                logging.WARNING,
                 "wai: outbox row %s (job %s, %s) failed, attempt %s of %s: %s; %s",
                 row["id"],
                 row["job_id"],
@@ -135,6 +139,7 @@ class OutboxSweeper(PeriodicService):
                 "retrying later"
                 if attempt < self._max_attempts
                 else "marked failed (wai outbox list --state failed)",
+                extra=_job_fields(row, outbox_attempt=attempt),
             )
             try:
                 async with conn.transaction():
@@ -150,7 +155,14 @@ class OutboxSweeper(PeriodicService):
                 if conn.broken:
                     raise
                 # The row stays as it was and is tried again next pass; its neighbours go on.
-                logger.exception("wai: could not record the failure of outbox row %s", row["id"])
+                emit(
+                    logger,
+                    logging.ERROR,
+                    "wai: could not record the failure of outbox row %s",
+                    row["id"],
+                    exc_info=True,
+                    extra=_job_fields(row),
+                )
             return False
         return True
 
@@ -188,3 +200,16 @@ class OutboxSweeper(PeriodicService):
                     new = otel.with_trace(new, carrier)
             await inserts_db.insert_followups(conn, self._schema, new)
         await outbox_db.outbox_delete(conn, self._schema, outbox_id=row["id"])
+
+
+def _job_fields(row: dict[str, Any], **more: object) -> dict[str, object]:
+    """The ``extra`` of a record about outbox ``row``: its job as the row snapshots it.
+
+    ``attempt`` is the job's attempt that had the outcome, not the dispatch's
+    (``outbox_attempt``). A snapshot that does not read as a job row leaves the ids.
+    """
+    fields: dict[str, object] = {"outbox_id": row["id"], "outcome": row["outcome"], **more}
+    try:
+        return job_extra(JobRow.from_json(row["job"]), **fields)
+    except Exception:  # a snapshot of another version's row: what the outbox row says
+        return {"job_id": row["job_id"], "kind": row["kind"], **fields}

@@ -11,7 +11,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from wai._job import JobRow, JobState
-from wai._logging import emit
+from wai._logging import emit, jobs_extra
 from wai.maintenance._service import PeriodicService
 from wai.transitions._rescue import rescue
 
@@ -84,7 +84,11 @@ class Rescuer(PeriodicService):
 
 
 def _log_rescued(rows: Sequence[tuple[JobRow, str]]) -> None:
-    """One WARNING per reason: how many jobs, which, and where they went."""
+    """One WARNING per reason: how many jobs, which, and where they went.
+
+    Its ``extra``: ``reason``, ``count``, ``job_ids``; for a single job its fields too
+    (``job_id``, ``kind``, ``queue``, ``attempt``: the attempt that was rescued).
+    """
     by_reason: dict[str, list[JobRow]] = {}
     for row, reason in rows:
         by_reason.setdefault(reason, []).append(row)
@@ -102,5 +106,5 @@ def _log_rescued(rows: Sequence[tuple[JobRow, str]]) -> None:
             reason,
             fate,
             named,
-            extra={"reason": reason, "count": len(ids), "job_ids": ids},
+            extra=jobs_extra(rescued, reason=reason),
         )

@@ -151,7 +151,7 @@ async def apply_resolution(
             if locked is None:
                 raise req.not_found()
             row, expressions = locked
-            decision = decide_resolution(expressions, req.payload, req.default_action)
+            decision = decide_resolution(expressions, req.payload, req.default_action, job=row)
             if decision.action == "ignore":
                 return Resolved(row=row, outcome=None, action="ignored")
             req = ResolveRequest(

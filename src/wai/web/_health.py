@@ -12,6 +12,7 @@ from typing import Final
 
 from wai._health import Health
 from wai._jsonable import jsonable
+from wai._logging import emit
 from wai.client import AsyncClient
 from wai.web._encode import json_response
 
@@ -43,7 +44,7 @@ def health_routes(client: AsyncClient, *, timeout: float = READY_TIMEOUT) -> lis
         # Each new problem once, at WARNING: a probe every few seconds must not flood the log.
         for problem in health.problems:
             if problem not in reported:
-                logger.warning("wai: health: %s", problem)
+                emit(logger, logging.WARNING, "wai: health: %s", problem)
         reported.clear()
         reported.update(health.problems)
         return health

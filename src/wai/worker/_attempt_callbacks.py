@@ -18,6 +18,7 @@ from wai._context import AttemptState
 from wai._followups import plan_followups
 from wai._inserts import NewJob
 from wai._job import JobRow, JobState
+from wai._logging import emit, job_extra
 from wai._outcomes import Outcome
 from wai._registry import Registry
 from wai._results import CallbackToken
@@ -154,7 +155,14 @@ class AttemptCallbacks:
                     )
             except psycopg.OperationalError as exc:
                 # A database blip must not end a long wait: poll again.
-                logger.warning("wai: job %s: callback poll failed (%s)", state.job_id, exc)
+                emit(
+                    logger,
+                    logging.WARNING,
+                    "wai: job %s: callback poll failed (%s)",
+                    state.job_id,
+                    exc,
+                    extra=job_extra(state.row, callback_id=str(token.id)),
+                )
             else:
                 if rec is not None and rec["taken"]:
                     state.callback_id = None

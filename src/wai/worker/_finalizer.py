@@ -15,7 +15,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from wai._context import AttemptState
 from wai._followups import Applied, error_text, plan_row
-from wai._logging import emit
+from wai._logging import emit, job_extra, jobs_extra
 from wai._metrics import METRICS
 from wai._outcomes import Outcome, decide, expected_row, stamped
 from wai._registry import Registry
@@ -23,7 +23,7 @@ from wai._supervise import repeat
 from wai._text import storable
 from wai.errors import FollowUpError
 from wai.transitions._finalize import Planned, apply_outcomes
-from wai.worker._joblog import job_extra, log_written
+from wai.worker._joblog import log_written
 
 __all__ = ["Finalizer"]
 
@@ -145,6 +145,7 @@ class Finalizer:
                 "wai: writing %d outcomes failed; those jobs stay running until rescued",
                 len(batch),
                 exc_info=True,
+                extra=jobs_extra([state.row for _, state in batch]),
             )
             # Given up on: their slots free and their heartbeats stop, so rescue recovers the jobs.
             self._on_committed(batch, Applied())
@@ -250,6 +251,7 @@ class Finalizer:
                     "wai: could not write %d outcomes (%s); retrying",
                     len(outcomes),
                     exc,
+                    extra=jobs_extra([item.state.row for item in items]),
                 )
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)

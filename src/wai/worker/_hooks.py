@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from wai._context import AttemptState
 from wai._followups import decode_for
 from wai._job import JobRow
+from wai._logging import emit, job_extra
 from wai._outcomes import Outcome
 from wai._registry import Registry
 from wai._supervise import supervise
@@ -76,7 +77,15 @@ class HookDispatcher:
         try:
             self._queue.put_nowait(event)
         except asyncio.QueueFull:
-            logger.warning("wai: hook queue full; dropped %s", type(event).__name__)
+            name = type(event).__name__
+            emit(
+                logger,
+                logging.WARNING,
+                "wai: hook queue full; dropped %s of job %s",
+                name,
+                event.job.id,
+                extra=job_extra(event.job, event=name),
+            )
 
     def started(self, row: JobRow) -> None:
         """Emit ``Started`` for a claimed row, if anyone listens."""
@@ -142,10 +151,15 @@ class HookDispatcher:
                         if inspect.isawaitable(result):
                             await result
                 except Exception:
-                    logger.exception(
+                    name = type(event).__name__
+                    emit(
+                        logger,
+                        logging.ERROR,
                         "wai: on_event hook %r failed on %s of job %s",
                         hook,
-                        type(event).__name__,
+                        name,
                         event.job.id,
+                        exc_info=True,
+                        extra=job_extra(event.job, event=name),
                     )
             self.delivered += 1

@@ -11,7 +11,8 @@ row now says:
 - a cancellation the handler returned: INFO; a completion, a snooze, a park: DEBUG.
 
 Every line carries ``extra`` fields for structured handlers: ``job_id``, ``kind``,
-``queue``, ``attempt``, ``max_attempts``, ``outcome``. Nothing is done for a batch
+``queue``, ``attempt``, ``max_attempts``, ``outcome`` (and ``dlq_reason`` for a job
+moved to the dead-letter queue). Nothing is done for a batch
 when its levels are disabled, and a failing handler, filter or formatter costs the
 log line only, never the batch.
 """
@@ -25,24 +26,12 @@ from typing import Any
 
 from wai._context import AttemptState
 from wai._job import JobRow, JobState
-from wai._logging import emit
+from wai._logging import emit, job_extra
 from wai._outcomes import Outcome
 
-__all__ = ["job_extra", "log_written", "logger"]
+__all__ = ["log_written", "logger"]
 
 logger = logging.getLogger("wai.jobs")
-
-
-def job_extra(row: JobRow, **more: object) -> dict[str, object]:
-    """The ``extra`` fields naming the attempt of ``row``."""
-    return {
-        "job_id": row.id,
-        "kind": row.kind,
-        "queue": row.queue,
-        "attempt": row.attempt,
-        "max_attempts": row.max_attempts,
-        **more,
-    }
 
 
 def log_written(
@@ -80,10 +69,14 @@ def log_written(
             )
             continue
         try:
-            message, args = _describe(outcome, state, row, dead_lettered.get(outcome.job_id))
+            dead = dead_lettered.get(outcome.job_id)
+            message, args = _describe(outcome, state, row, dead)
         except Exception:  # noqa: S112 - a bug (an overflowing delay) costs the line only
             continue
-        emit(logger, level, message, *args, extra=job_extra(state.row, outcome=outcome.event))
+        extra = job_extra(state.row, outcome=outcome.event)
+        if dead is not None:
+            extra["dlq_reason"] = dead
+        emit(logger, level, message, *args, extra=extra)
 
 
 _LEVELS = {

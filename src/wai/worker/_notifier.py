@@ -11,6 +11,7 @@ from typing import Any, cast
 import psycopg
 from psycopg import AsyncConnection, sql
 
+from wai._logging import emit
 from wai._supervise import supervise
 
 __all__ = ["Notifier", "parse_cancel"]
@@ -65,7 +66,13 @@ class Notifier:
         try:
             route(payload)
         except Exception:  # a bad payload must not drop the LISTEN connection
-            logger.exception("wai: handling a notification on %r failed", channel)
+            emit(
+                logger,
+                logging.ERROR,
+                "wai: handling a notification on %r failed",
+                channel,
+                exc_info=True,
+            )
 
     async def run_forever(self) -> None:
         """Listen until cancelled, reconnecting with backoff; restarted after an

@@ -15,6 +15,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from wai._job import JobRow
+from wai._logging import emit
 from wai._queues import QueueConfig
 from wai._supervise import supervise
 from wai.worker import _queries as worker_db
@@ -156,7 +157,14 @@ class QueueProducer:
             # Retrying is safe: a claim committed but unacknowledged leaves its jobs for rescue.
             except psycopg.Error as exc:
                 self.claim_failing = True
-                logger.warning("wai: claim on queue %r failed (%s); retrying", self.name, exc)
+                emit(
+                    logger,
+                    logging.WARNING,
+                    "wai: claim on queue %r failed (%s); retrying",
+                    self.name,
+                    exc,
+                    extra={"queue": self.name},
+                )
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self._poll_interval * 5)
                 more = True

@@ -16,7 +16,7 @@ from wai._followups import Applied
 from wai._gauges import DatabaseGauges, pool_gauges
 from wai._health import LAG_TICK, LoopLag, RuntimeHealth
 from wai._job import JobRow
-from wai._logging import emit
+from wai._logging import emit, job_extra, jobs_extra
 from wai._metrics import METRICS
 from wai._outcomes import Outcome, describe_exception
 from wai._queues import QueueConfig, QueueSettings
@@ -42,7 +42,6 @@ from wai.worker._executor import execute, interrupted_outcome, shutdown_outcome
 from wai.worker._finalizer import Finalizer
 from wai.worker._heartbeat import Heartbeater
 from wai.worker._hooks import HookDispatcher
-from wai.worker._joblog import job_extra
 from wai.worker._measure import record_committed, runtime_gauges
 from wai.worker._notifier import Notifier, parse_cancel
 from wai.worker._producer import QueueProducer
@@ -416,11 +415,14 @@ class Runtime:
             try:
                 await asyncio.wait_for(self._finalizer.wait_idle(), timeout=bound)
             except TimeoutError:
+                # Every attempt whose outcome is not committed: queued or being written.
+                unwritten = [state.row for state in self.attempts.values()]
                 emit(
                     logger,
                     logging.WARNING,
                     "wai: %d outcomes unwritten at shutdown; rescue will recover those jobs",
-                    self._finalizer.pending,
+                    len(unwritten),
+                    extra=jobs_extra(unwritten),
                 )
         # stop_tasks re-cancels a loop that absorbed its cancel
         await stop_tasks(list(self._background.values()))

@@ -10,6 +10,7 @@ from psycopg_pool import PoolTimeout
 
 from wai._client_base_async import AsyncTransaction
 from wai._job import JobRow
+from wai._logging import emit
 from wai._translate import translate_errors
 from wai.callbacks import _queries_async as callback_db
 from wai.callbacks.ingress._body import CallbackBody, parse_body
@@ -139,7 +140,14 @@ class _Ingress:
                 tolerance=self.tolerance,
             )
         except InvalidSignature as exc:
-            logger.info("callback request for %s refused: %s", action, exc)
+            emit(
+                logger,
+                logging.INFO,
+                "callback request for %s refused: %s",
+                action,
+                exc,
+                extra={"callback_id": callback_id, "callback_action": action},
+            )
             return _error(401, str(exc))
         try:
             parsed = parse_body(action, body)
@@ -165,10 +173,18 @@ class _Ingress:
 
     async def _resolve(self, callback_id: str, parsed: CallbackBody, digest: bytes) -> Response:
         retry = {"Retry-After": str(RETRY_AFTER)}
+        # The job is not known where the resolution failed: the callback id names it.
+        extra = {"callback_id": callback_id, "callback_action": parsed.action}
         try:
             row = await self._apply(callback_id, parsed, digest)
         except _Replayed:
-            logger.info("callback %s refused: a replay of an applied request", parsed.action)
+            emit(
+                logger,
+                logging.INFO,
+                "callback %s refused: a replay of an applied request",
+                parsed.action,
+                extra=extra,
+            )
             return _error(
                 409,
                 "this signed request was already applied (a replay); sign each request "
@@ -181,15 +197,36 @@ class _Ingress:
         except ValidationError as exc:
             return _error(400, str(exc))
         except FollowUpError as exc:
-            logger.warning("callback %s rolled back: %s", parsed.action, exc)
+            emit(
+                logger,
+                logging.WARNING,
+                "callback %s rolled back: %s",
+                parsed.action,
+                exc,
+                extra=extra,
+            )
             return _error(503, f"a follow-up failed, nothing was changed: {exc}", retry)
         except (DatabaseError, psycopg.OperationalError, PoolTimeout) as exc:
-            logger.warning("callback %s: database error: %s", parsed.action, exc)
+            emit(
+                logger,
+                logging.WARNING,
+                "callback %s: database error: %s",
+                parsed.action,
+                exc,
+                extra=extra,
+            )
             return _error(503, "the database is unavailable; send the request again", retry)
         except Exception as exc:
             # User code of the resolution (a follow-up closure, the args type) raised
             # something else: the transaction rolled back, so the sender may retry.
-            logger.exception("callback %s rolled back: unexpected error", parsed.action)
+            emit(
+                logger,
+                logging.ERROR,
+                "callback %s rolled back: unexpected error",
+                parsed.action,
+                exc_info=exc,
+                extra=extra,
+            )
             return _error(
                 503,
                 f"the resolution failed with {type(exc).__name__} (details in the server "

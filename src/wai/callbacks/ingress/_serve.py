@@ -32,10 +32,15 @@ async def serve(
 
     Binds ``host:port``; ``announce`` receives a one-line banner once the schema
     is checked. SIGTERM or SIGINT stop accepting connections, let open requests
-    finish, then close the client.
+    finish, then close the client. uvicorn logs (``uvicorn.error``, ``uvicorn.access``)
+    through the process's logging configuration; it sets up none of its own.
     """
     app = create_callback_app(client, secret=secret, max_body=max_body, tolerance=tolerance)
-    config = uvicorn.Config(app, host=host, port=port, lifespan="off", server_header=False)
+    # log_config=None: uvicorn's records go through the logging the caller configured
+    # (``wai callbacks serve``: --log-format), as every other record of the process.
+    config = uvicorn.Config(
+        app, host=host, port=port, lifespan="off", server_header=False, log_config=None
+    )
     server = SignalServer(config)
     async with client:
         await client.check_schema()

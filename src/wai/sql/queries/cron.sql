@@ -69,13 +69,14 @@ ins AS (
          unnest(%(fire_at)s::timestamptz[], %(fire_label)s::text[])
              WITH ORDINALITY AS f(at, label, n)
     ORDER BY f.n
-    RETURNING id, queue
+    RETURNING id, kind, queue, attempt, max_attempts
 ),
 notified AS (
     SELECT pg_notify(%(channel)s, q.queue) FROM (SELECT DISTINCT queue FROM ins) AS q
 )
 -- Always true: counting a SELECT CTE runs it whole; one never read would send no NOTIFY.
-SELECT id FROM ins WHERE (SELECT count(*) FROM notified) >= 0 ORDER BY id;
+SELECT id, kind, queue, attempt, max_attempts FROM ins
+WHERE (SELECT count(*) FROM notified) >= 0 ORDER BY id;
 
 -- name: cron_list :many
 SELECT now() AS now, * FROM {schema}.cron_schedules ORDER BY name;
