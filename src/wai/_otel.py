@@ -163,15 +163,30 @@ def inject(context: Context | None = None, *, job: JobRow | None = None) -> dict
     return carrier or None
 
 
+#: Contexts extracted lately, by the carrier they came from: the jobs of one insert_many
+#: or copy_many store the same carrier, and a Context is immutable, so they share one
+#: (as long as the same propagators read it).
+_extracted: dict[tuple[int, tuple[tuple[str, str], ...]], Context] = {}
+_EXTRACTED_MAX = 256
+
+
 def _extract(stored: Mapping[str, str] | None, job: JobRow | None = None) -> Context:
     """The context ``stored`` describes; an empty one (a root) when there is none."""
     if not stored:
         return Context()
+    key = (id(propagate.get_global_textmap()), tuple(sorted(stored.items())))
+    found = _extracted.get(key)
+    if found is not None:
+        return found
     try:
-        return propagate.extract(stored, context=Context())
+        context = propagate.extract(stored, context=Context())
     except Exception as exc:
         _warn_once("extraction", exc, job)
         return Context()
+    if len(_extracted) >= _EXTRACTED_MAX:
+        _extracted.clear()
+    _extracted[key] = context
+    return context
 
 
 def stored_trace(values: Mapping[str, Any]) -> dict[str, str] | None:
