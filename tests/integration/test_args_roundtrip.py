@@ -119,7 +119,7 @@ async def test_args_that_no_longer_fit_fail_their_own_job_naming_the_field(
     assert seen == [sample()]
     (entry,) = failed.errors
     assert entry["terminal"] is True
-    assert "undecodable args for 'rich'" in entry["error"]
+    assert f"undecodable args for job {bad.id} ('rich')" in entry["error"]
     assert "Rich.profile.created: expected `datetime`, got `int`" in entry["error"]
 
 

@@ -129,7 +129,7 @@ async def _execute(
     except SerializationError as exc:
         if failed is not None:
             failed(exc)
-        return _failed(row, f"undecodable args for {row.kind!r}: {exc}")
+        return _failed(row, f"undecodable args for job {row.id} ({row.kind!r}): {exc}")
     job: Job[Any] = Job(row, args, state)
     deadline = task.deadline if task.deadline is not None else default_deadline
     try:
