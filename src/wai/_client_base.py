@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, LiteralString, Self, TypeVar, overload
+from typing import Any, Literal, LiteralString, Self, TypeVar, overload
 
 import psycopg
 from psycopg import Connection, Cursor
@@ -261,6 +261,7 @@ class ClientBase:
         queue: str | None = None,
         deadline: float | None = None,
         max_attempts: int | None = None,
+        completion: Literal["worker", "caller"] = "worker",
     ) -> TaskDecorator[T]: ...
     @overload
     def task(
@@ -271,6 +272,7 @@ class ClientBase:
         queue: str | None = None,
         deadline: float | None = None,
         max_attempts: int | None = None,
+        completion: Literal["worker", "caller"] = "worker",
     ) -> TaskDecorator[Any]: ...
     def task(
         self,
@@ -280,6 +282,7 @@ class ClientBase:
         queue: str | None = None,
         deadline: float | None = None,
         max_attempts: int | None = None,
+        completion: Literal["worker", "caller"] = "worker",
     ) -> TaskDecorator[Any]:
         """Register the decorated function as the handler of ``args_type``'s kind.
 
@@ -289,6 +292,13 @@ class ClientBase:
         the task, and an option here that differs raises :class:`wai.ValidationError`;
         one that declares nothing gets these options declared onto it, so that every
         client of the process inserts it alike.
+
+        *completion* ``"caller"`` (SPEC §9): the handler opens its own transaction, writes
+        its rows and calls ``job.complete_in(tx)`` (``job.complete_in_sync(tx)``
+        in a ``def`` handler), so the completion commits with those rows or not at all;
+        the worker then writes no outcome of its own for a completed attempt. Such a
+        kind takes no ``on_completed_enqueue`` (:class:`wai.ValidationError`): the
+        handler inserts its follow-ups in its transaction. See docs/handlers.md.
         """
 
         def register(fn: Callable[[Job[Any]], R]) -> Callable[[Job[Any]], R]:
@@ -299,6 +309,7 @@ class ClientBase:
                 queue=queue,
                 deadline=deadline,
                 max_attempts=max_attempts,
+                completion=completion,
             )
             return fn
 

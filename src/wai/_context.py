@@ -9,9 +9,13 @@ import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from uuid import UUID
 
+from psycopg import AsyncConnection, Connection
+
+from wai import _db as db_sync
+from wai import _db_async as db_async
 from wai._job import JobRow, JobState, Trigger
 from wai._kinds import dumps
 from wai._logging import emit, job_extra
@@ -19,6 +23,10 @@ from wai._results import CallbackToken
 from wai._storable import check_text
 from wai.callbacks import CallbackExpressions, check_timeout, compile_expressions
 from wai.errors import StaleAttempt, ValidationError
+
+if TYPE_CHECKING:
+    from wai._client_base import Transaction
+    from wai._client_base_async import AsyncTransaction
 
 __all__ = ["AttemptState", "CallbackOps", "Job"]
 
@@ -98,6 +106,13 @@ class AttemptState:
         self.abandoned = False
         #: The thread call of a ``def`` handler that outlived its deadline, still running.
         self.overrun: concurrent.futures.Future[Any] | None = None
+        #: The schema of the job (set by the runtime): ``job.complete_in`` writes there.
+        self.schema: str | None = None
+        #: The kind completes in the handler's transaction (``completion="caller"``).
+        self.caller_owned = False
+        #: ``job.complete_in`` wrote the completion (in the caller's transaction, which
+        #: may still roll back: the runtime reads the row once the handler returns).
+        self.caller_completed = False
 
     def server_now(self) -> datetime:
         """The database server's clock now, as this attempt estimates it.
@@ -315,6 +330,54 @@ class Job(Generic[T]):
             return True
         fut = asyncio.run_coroutine_threadsafe(flush(self._state), self._state.loop)
         return fut.result()
+
+    # -- caller-owned completion (completion="caller") -----------------------------------
+
+    async def complete_in(self, tx: AsyncTransaction | AsyncConnection[Any]) -> None:
+        """Complete this job in ``tx``, the handler's own transaction (a
+        ``client.transaction()`` or a psycopg ``AsyncConnection`` inside one), so the
+        completion commits with the handler's rows or not at all.
+
+        Raises :class:`wai.StaleAttempt` when the attempt is no longer this job's live
+        one (rescued, cancelled, completed already): let it propagate, so that the
+        transaction rolls back with nothing of this attempt's committed. Only for a kind
+        registered with ``completion="caller"``; the worker then writes no outcome of its
+        own once the completion committed (see docs/handlers.md).
+        """
+        state = self._caller_state()
+        conn = tx if isinstance(tx, AsyncConnection) else tx.connection
+        row = await db_async.job_complete_by_caller(
+            conn, state.schema or "", self.id, self.run_lease
+        )
+        self._completed(state, row)
+
+    def complete_in_sync(self, tx: Transaction | Connection[Any]) -> None:
+        """:meth:`complete_in` for plain ``def`` handlers: ``tx`` is a
+        ``client.transaction()`` of the sync :class:`wai.Client` or a psycopg
+        ``Connection`` inside a transaction."""
+        state = self._caller_state()
+        conn = tx if isinstance(tx, Connection) else tx.connection
+        row = db_sync.job_complete_by_caller(conn, state.schema or "", self.id, self.run_lease)
+        self._completed(state, row)
+
+    def _caller_state(self) -> AttemptState:
+        state = self._state
+        if state.schema is None:
+            raise ValidationError("job.complete_in works only in a handler run by a wai worker")
+        if not state.caller_owned:
+            raise ValidationError(
+                f"kind {self.kind!r} is completed by the worker: register it with "
+                "completion='caller' to complete it in the handler's transaction"
+            )
+        return state
+
+    def _completed(self, state: AttemptState, row: JobRow | None) -> None:
+        if row is None:
+            raise StaleAttempt(
+                f"job {self.id}: attempt {self.attempt} (run lease {self.run_lease}) is no "
+                "longer live (rescued, cancelled or completed already): roll back"
+            )
+        state.caller_completed = True
 
     # -- external callbacks -----------------------------------------------------------
 

@@ -40,8 +40,10 @@ __all__ = [
     "cancel_channel",
     "channel",
     "job_cancel",
+    "job_complete_by_caller",
     "job_copy",
     "job_get",
+    "job_get_attempt",
     "job_get_by_unique_key",
     "job_insert",
     "job_insert_many",
@@ -336,6 +338,23 @@ def job_get_by_unique_key(conn: Connection[Any], schema: str, unique_key: bytes)
 def job_get(conn: Connection[Any], schema: str, job_id: int) -> JobRow | None:
     """One job by id."""
     rows = _rows(conn, "job_get", schema, {"id": job_id})
+    return rows[0] if rows else None
+
+
+def job_complete_by_caller(
+    conn: Connection[Any], schema: str, job_id: int, run_lease: int
+) -> JobRow | None:
+    """Complete attempt ``(job_id, run_lease)`` on ``conn``, in its transaction; None when
+    the attempt is stale."""
+    rows = _rows(conn, "job_complete_by_caller", schema, {"id": job_id, "run_lease": run_lease})
+    return rows[0] if rows else None
+
+
+def job_get_attempt(
+    conn: Connection[Any], schema: str, job_id: int, run_lease: int
+) -> JobRow | None:
+    """Job ``job_id`` if its run lease is still ``run_lease``."""
+    rows = _rows(conn, "job_get_attempt", schema, {"id": job_id, "run_lease": run_lease})
     return rows[0] if rows else None
 
 

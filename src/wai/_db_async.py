@@ -39,8 +39,10 @@ __all__ = [
     "cancel_channel",
     "channel",
     "job_cancel",
+    "job_complete_by_caller",
     "job_copy",
     "job_get",
+    "job_get_attempt",
     "job_get_by_unique_key",
     "job_insert",
     "job_insert_many",
@@ -339,6 +341,25 @@ async def job_get_by_unique_key(
 async def job_get(conn: AsyncConnection[Any], schema: str, job_id: int) -> JobRow | None:
     """One job by id."""
     rows = await _rows(conn, "job_get", schema, {"id": job_id})
+    return rows[0] if rows else None
+
+
+async def job_complete_by_caller(
+    conn: AsyncConnection[Any], schema: str, job_id: int, run_lease: int
+) -> JobRow | None:
+    """Complete attempt ``(job_id, run_lease)`` on ``conn``, in its transaction; None when
+    the attempt is stale."""
+    rows = await _rows(
+        conn, "job_complete_by_caller", schema, {"id": job_id, "run_lease": run_lease}
+    )
+    return rows[0] if rows else None
+
+
+async def job_get_attempt(
+    conn: AsyncConnection[Any], schema: str, job_id: int, run_lease: int
+) -> JobRow | None:
+    """Job ``job_id`` if its run lease is still ``run_lease``."""
+    rows = await _rows(conn, "job_get_attempt", schema, {"id": job_id, "run_lease": run_lease})
     return rows[0] if rows else None
 
 

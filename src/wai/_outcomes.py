@@ -45,6 +45,8 @@ class Outcome:
     set by :func:`stamped` on an outcome whose follow-ups are planned before the write,
     so that the row the closures see is the row that commits. ``unwritable`` marks the
     failed attempt that records why the database refused the attempt's own outcome.
+    ``by_caller`` marks a completion the handler wrote in its own transaction
+    (``job.complete_in``): the worker confirms it, and writes nothing.
 
     ``trace`` is the trace context of the span that produced the outcome (the attempt's
     span, :mod:`wai._otel`), as the propagators wrote it: the follow-ups the outcome
@@ -67,6 +69,7 @@ class Outcome:
     at: datetime | None = None
     run_at: datetime | None = None
     unwritable: bool = False
+    by_caller: bool = False
     trace: Mapping[str, str] | None = field(default=None, compare=False)
 
 

@@ -49,6 +49,16 @@ class Task:
     deadline: float | None
     max_attempts: int | None
     is_async: bool
+    #: "worker" (the worker writes the outcome) or "caller" (the handler completes the
+    #: job in its own transaction with ``job.complete_in(tx)``).
+    completion: str = "worker"
+
+
+_CALLER_COMPLETED = (
+    "kind {kind!r} completes with completion='caller': its handler commits the completion "
+    "in its own transaction, so on_completed_enqueue cannot commit with it; insert the "
+    "follow-ups in that transaction instead (tx.insert(...))"
+)
 
 
 class Registry:
@@ -107,6 +117,9 @@ class Registry:
         if not callable(fn):
             raise ValidationError("a follow-up spec must be callable")
         kind = kind_of_type(kind_or_type)
+        task = self.tasks.get(kind)
+        if outcome == "completed" and task is not None and task.completion == "caller":
+            raise ValidationError(_CALLER_COMPLETED.format(kind=kind))
         self._remember_type(kind, kind_or_type)
         existing = self.specs.setdefault((kind, outcome), [])
         self._spec_kinds.add(kind)
@@ -159,8 +172,12 @@ class Registry:
         queue: str | None = None,
         deadline: float | None = None,
         max_attempts: int | None = None,
+        completion: str = "worker",
     ) -> Task:
         """Register ``fn`` as the handler of ``args_type``'s kind.
+
+        ``completion="caller"``: the handler completes its job in its own transaction
+        (``job.complete_in(tx)``); such a kind takes no ``on_completed_enqueue`` spec.
 
         For an args type of its own kind, the options settle with what the type
         declares (:func:`settle_defaults`); a kind given by name, or a type used
@@ -181,6 +198,10 @@ class Registry:
             raise ValidationError(f"max_attempts must be 1..1000, got {max_attempts!r}")
         if not callable(fn):
             raise ValidationError(f"task handler for {task_kind!r} is not callable")
+        if completion not in ("worker", "caller"):
+            raise ValidationError(f"completion must be 'worker' or 'caller', got {completion!r}")
+        if completion == "caller" and self.specs.get((task_kind, "completed")):
+            raise ValidationError(_CALLER_COMPLETED.format(kind=task_kind))
         typed = None if isinstance(args_type, str) else args_type
         if typed is not None:
             check_decodable(typed)
@@ -198,6 +219,7 @@ class Registry:
             deadline=deadline,
             max_attempts=max_attempts,
             is_async=inspect.iscoroutinefunction(fn),
+            completion=completion,
         )
         self.tasks[task_kind] = task
         _KNOWN_QUEUES[task_kind] = task.queue

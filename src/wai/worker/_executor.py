@@ -130,6 +130,7 @@ async def _execute(
         if failed is not None:
             failed(exc)
         return _failed(row, f"undecodable args for job {row.id} ({row.kind!r}): {exc}")
+    state.caller_owned = task.completion == "caller"
     job: Job[Any] = Job(row, args, state)
     deadline = task.deadline if task.deadline is not None else default_deadline
     try:
@@ -156,6 +157,8 @@ async def _execute(
         if failed is not None:
             failed(exc)
         return _with_progress(_decide_exc(row, exc), state)
+    if state.caller_owned:
+        return _caller_outcome(row, state)
     return _with_progress(
         decide(
             job_id=row.id,
@@ -167,6 +170,25 @@ async def _execute(
         ),
         state,
     )
+
+
+def _caller_outcome(row: JobRow, state: AttemptState) -> Outcome:
+    """What a ``completion="caller"`` handler that returned leaves: its own completion
+    (which the runtime confirms), or a failed attempt when it never completed the job."""
+    if state.caller_completed:
+        return Outcome(
+            job_id=row.id,
+            run_lease=row.run_lease,
+            state=JobState.COMPLETED,
+            event="completed",
+            by_caller=True,
+            trace=state.trace,
+        )
+    missing = RuntimeError(
+        f"the handler of {row.kind!r} (completion='caller') returned without completing the "
+        "job: call await job.complete_in(tx) in the transaction that writes its rows"
+    )
+    return _with_progress(_decide_exc(row, missing), state)
 
 
 def _decide_exc(row: JobRow, exc: BaseException) -> Outcome:

@@ -15,10 +15,10 @@ from wai._context import AttemptState
 from wai._followups import Applied
 from wai._gauges import DatabaseGauges, pool_gauges
 from wai._health import LAG_TICK, LoopLag, RuntimeHealth
-from wai._job import JobRow
+from wai._job import JobRow, JobState
 from wai._logging import emit, job_extra, jobs_extra
 from wai._metrics import METRICS
-from wai._outcomes import Outcome, describe_exception
+from wai._outcomes import Outcome, decide, describe_exception
 from wai._queues import QueueConfig, QueueSettings
 from wai.callbacks import _queries_async as callback_db
 from wai.maintenance import (
@@ -42,6 +42,7 @@ from wai.worker._executor import execute, interrupted_outcome, shutdown_outcome
 from wai.worker._finalizer import Finalizer
 from wai.worker._heartbeat import Heartbeater
 from wai.worker._hooks import HookDispatcher
+from wai.worker._joblog import log_written
 from wai.worker._measure import record_committed, runtime_gauges
 from wai.worker._notifier import Notifier, parse_cancel
 from wai.worker._producer import QueueProducer
@@ -477,6 +478,7 @@ class Runtime:
         state = AttemptState(row, asyncio.get_running_loop())
         state.flush = self._flush_progress
         state.callbacks = self.callbacks
+        state.schema = self.client.schema
         self.attempts[(row.id, row.run_lease)] = state
         labels = (row.queue, row.kind)
         METRICS.claimed.add(labels)
@@ -530,7 +532,50 @@ class Runtime:
             # Freed when the outcome is written: claims never outrun the finalizer (free_slots).
             state.release = producer.finalized
             self._handlers.pop(asyncio.current_task(), None)  # type: ignore[arg-type]
+        if outcome.by_caller:
+            await self._confirm_caller(outcome, state)
+            return
         self._finalizer.submit(outcome, state)
+
+    async def _confirm_caller(self, outcome: Outcome, state: AttemptState) -> None:
+        """A ``completion="caller"`` handler completed its job in its own transaction:
+        read the row to learn whether that committed, and write nothing if it did."""
+        assert self._finalizer is not None
+        try:
+            async with self.client.pool.connection() as conn:
+                row = await db.job_get_attempt(
+                    conn, self.client.schema, state.job_id, state.run_lease
+                )
+        except Exception as exc:  # unreachable now: the worker's guarded write settles it
+            emit(
+                logger,
+                logging.WARNING,
+                "wai: job %s: could not read back its caller's completion (%s)",
+                state.job_id,
+                exc,
+                extra=job_extra(state.row),
+            )
+            row = None
+        if row is not None and row.state is JobState.COMPLETED:
+            applied = Applied(rows=[row], written={row.id})
+            self._committed([(outcome, state)], applied)
+            log_written([(outcome, state)], applied.rows, {})
+            return
+        # Not committed (the caller's transaction rolled back, or is still open): a failed
+        # attempt, under the same guard as any outcome; a completion that commits first wins.
+        failure = dataclasses.replace(
+            decide(
+                job_id=state.job_id,
+                run_lease=state.run_lease,
+                attempt=state.attempt,
+                max_attempts=state.max_attempts,
+                exc=RuntimeError(
+                    "job.complete_in(tx) was called but its transaction did not commit"
+                ),
+            ),
+            trace=outcome.trace,
+        )
+        self._finalizer.submit(failure, state)
 
     def _committed(self, batch: Sequence[tuple[Outcome, AttemptState]], applied: Applied) -> None:
         self.finished += len(batch)

@@ -169,6 +169,27 @@ LIMIT 1;
 -- name: job_get :one
 SELECT * FROM {schema}.jobs WHERE id = %(id)s;
 
+-- name: job_complete_by_caller :one
+-- A handler's completion of its own attempt, in the handler's transaction (completion
+-- "caller"): the same columns a worker's completion writes (job_finalize_many), guarded
+-- the same way, by the attempt and the row still running. No row: the attempt is stale
+-- (rescued, cancelled, or completed already), and the caller's transaction must not commit.
+UPDATE {schema}.jobs AS j
+SET state = 'completed',
+    finalized_at = now(),
+    heartbeat_at = NULL,
+    deadline_at = NULL,
+    progress = NULL,
+    callback_id = NULL,
+    callback_timeout_at = NULL,
+    callback_result = NULL
+WHERE j.id = %(id)s AND j.run_lease = %(run_lease)s AND j.state = 'running'
+RETURNING j.*;
+
+-- name: job_get_attempt :one
+-- A job as its attempt (id, run_lease) left it, whatever its state.
+SELECT * FROM {schema}.jobs WHERE id = %(id)s AND run_lease = %(run_lease)s;
+
 -- name: job_list :many
 -- Newest first, filtered; page with before_id (after_id bounds the ids from below). Run
 -- unprepared (a plan per call, made for the parameters given): a generic plan could not
