@@ -49,6 +49,7 @@ SUBS = [
     (r"\basynccontextmanager\b", "contextmanager"),
     (r"\bconfigure_async\b", "configure_sync"),
     (r"\bbounded_async\b", "bounded_sync"),
+    (r"\b_unprepared_async\b", "_unprepared_sync"),
     (r"\basync def\b", "def"),
     (r"\basync with\b", "with"),
     (r"\bawait ", ""),

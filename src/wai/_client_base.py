@@ -73,6 +73,22 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+def _unprepared_sync(conn: Connection[Any]) -> None:
+    """Pool ``configure`` hook of a client without prepared statements."""
+    configure_sync(conn)
+    conn.prepare_threshold = None
+
+
+def _flag(value: bool | None, variable: str, name: str) -> bool:
+    """``value``, else the environment variable ``variable`` (on unless 0/false/off/no)."""
+    if value is not None:
+        if not isinstance(value, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValidationError(f"{name} must be True, False or None, got {value!r}")
+        return value
+    text = os.environ.get(variable, "").strip().lower()
+    return text not in ("0", "false", "off", "no")
+
+
 def resolve_database_url(database_url: str | None) -> str:
     """The explicit URL, else ``WAI_DATABASE_URL``, else ``DATABASE_URL``."""
     url = database_url or os.environ.get("WAI_DATABASE_URL") or os.environ.get("DATABASE_URL")
@@ -176,8 +192,22 @@ class ClientBase:
         min_connections: int = 1,
         max_connections: int = 10,
         registry: Registry | None = None,
+        prepared_statements: bool | None = None,
+        listen_url: str | None = None,
     ) -> None:
         self.database_url = resolve_database_url(database_url)
+        #: Whether psycopg prepares the statements this client runs often (its default);
+        #: off behind a transaction-pooling PgBouncer (docs/deployment.md). None: the
+        #: ``WAI_PREPARED_STATEMENTS`` environment variable (``0``/``false``/``off``), else on.
+        self.prepared_statements = _flag(
+            prepared_statements, "WAI_PREPARED_STATEMENTS", "prepared_statements"
+        )
+        #: Where a worker's LISTEN connection goes: a session connection, never through a
+        #: transaction pooler. None: ``WAI_LISTEN_URL``, else the database URL; ``""``
+        #: (also from the variable): no LISTEN, the queues are polled.
+        self.listen_url = listen_url if listen_url is not None else os.environ.get("WAI_LISTEN_URL")
+        if self.listen_url is None:
+            self.listen_url = self.database_url
         self.schema = validate_schema(schema)
         self.registry = registry if registry is not None else Registry()
         if not 1 <= min_connections <= max_connections:
@@ -192,7 +222,7 @@ class ClientBase:
             # Autocommit: a lone statement commits by itself; multi-statement work opens a
             # transaction explicitly (conn.transaction()).
             kwargs={"autocommit": True},
-            configure=configure_sync,
+            configure=configure_sync if self.prepared_statements else _unprepared_sync,
             open=False,
             name=f"wai-{self.schema}",
         )

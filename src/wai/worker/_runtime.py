@@ -152,7 +152,7 @@ class Runtime:
                 writers=self.settings.completion_writers,
             )
         notifier = Notifier(
-            client.database_url,
+            client.listen_url or client.database_url,
             db.channel(schema),
             self._on_notify,
             self._wake_all,
@@ -166,7 +166,14 @@ class Runtime:
             ("finalizer", self._finalizer.run_forever()),
             ("heartbeat", self.heartbeater.run_forever()),
         ]
-        if self.queues:  # a maintenance-only runtime claims nothing: no LISTEN needed
+        if self.queues and not client.listen_url:
+            emit(
+                logger,
+                logging.INFO,
+                "wai: LISTEN is off (listen_url=''): queues are polled every %g s",
+                self.settings.poll_interval,
+            )
+        elif self.queues:  # a maintenance-only runtime claims nothing: no LISTEN needed
             self.notifier = notifier
             loops.append(("notifier", notifier.run_forever()))
         loops.append(("records", self.recorder.run_forever()))
