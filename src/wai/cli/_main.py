@@ -30,13 +30,20 @@ from wai.cli import (
 from wai.cli._common import Command, UsageError, add_database_options, fail, first_line
 from wai.errors import ValidationError, WaiError
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "run_command"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``wai`` command line; returns the exit status."""
     args = build_parser().parse_args(argv)
-    command: Command = args.command
+    return run_command(args.command, args)
+
+
+def run_command(command: Command, args: argparse.Namespace) -> int:
+    """Run one parsed command as ``wai`` does: its errors reported, an exit status returned.
+
+    A usage or validation error exits 2, any other wai error 1, Ctrl-C 130.
+    """
     try:
         with contextlib.ExitStack() as stack:
             return command(args, stack)

@@ -14,7 +14,7 @@ import importlib
 import os
 import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from wai._logging import configure as configure_logging
@@ -28,7 +28,7 @@ from wai.errors import SchemaNotMigrated
 if TYPE_CHECKING:
     from wai.cli._common import SubParsers
 
-__all__ = ["add_commands"]
+__all__ = ["add_commands", "add_worker_options", "run_worker", "worker_option_argv"]
 
 _TIMINGS = (
     ("poll_interval", "how often an idle queue is polled without a NOTIFY"),
@@ -79,10 +79,8 @@ def _metrics_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_commands(sub: SubParsers) -> None:
-    """Add ``worker`` and ``maintenance`` to ``wai``'s subcommands."""
-    p = subparser(sub, "worker", "run workers (and maintenance) for APP", _cmd_worker)
-    p.add_argument("app", metavar="APP", help="module:attribute naming a wai.AsyncClient")
+def add_worker_options(p: argparse.ArgumentParser) -> None:
+    """Every option of ``wai worker`` but APP (``manage.py wai_worker`` takes them too)."""
     p.add_argument(
         "--queue",
         "-q",
@@ -130,6 +128,13 @@ def add_commands(sub: SubParsers) -> None:
         flag = "--" + name.replace("_", "-")
         p.add_argument(flag, dest=name, type=_seconds, metavar="S", help=f"seconds: {text}")
 
+
+def add_commands(sub: SubParsers) -> None:
+    """Add ``worker`` and ``maintenance`` to ``wai``'s subcommands."""
+    p = subparser(sub, "worker", "run workers (and maintenance) for APP", _cmd_worker)
+    p.add_argument("app", metavar="APP", help="module:attribute naming a wai.AsyncClient")
+    add_worker_options(p)
+
     p = subparser(
         sub,
         "maintenance",
@@ -153,13 +158,31 @@ def add_commands(sub: SubParsers) -> None:
 
 
 def _cmd_worker(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    return run_worker(args, stack)
+
+
+def run_worker(
+    args: argparse.Namespace,
+    stack: contextlib.ExitStack,
+    *,
+    child_argv: Callable[[argparse.Namespace], list[str]] | None = None,
+    migrate_hint: str | None = None,
+) -> int:
+    """``wai worker`` on parsed ``args``: APP, ``--database-url``, ``--schema`` and the
+    options of :func:`add_worker_options`.
+
+    ``child_argv`` gives the command line of each child of ``--processes`` (default:
+    ``python -m wai worker APP`` with the same options); ``migrate_hint`` says where
+    to run the migrations when the schema is behind (default: which database
+    ``wai migrate`` must be given).
+    """
     queues = _parse_queues(args.queue)
     configure_logging(args.log_level, args.log_format)  # before APP's import logs anything
     source = _url_source(args)
     client, url = load_runtime_app(args, stack)
-    with _migrate_advice(client, url, source):
+    with _migrate_advice(client, url, source, migrate_hint):
         if args.processes is not None:
-            return _supervise(args, client, url)
+            return _supervise(args, client, url, (child_argv or _worker_argv)(args))
         served = ", ".join(queues or client.registry.queues()) or "(none)"
         mode = "until the queues are empty" if args.burst else "until SIGTERM or Ctrl-C"
         banner = f"worker for {args.app}: queues {served}, schema {client.schema!r}, {mode}"
@@ -224,12 +247,16 @@ def _url_source(args: argparse.Namespace) -> str:
 
 
 @contextlib.contextmanager
-def _migrate_advice(client: AsyncClient, url: str, source: str) -> Iterator[None]:
-    """Add to "run `wai migrate`" which database ``wai migrate`` must be given."""
+def _migrate_advice(
+    client: AsyncClient, url: str, source: str, hint: str | None = None
+) -> Iterator[None]:
+    """Add to "run `wai migrate`" which database ``wai migrate`` must be given (or ``hint``)."""
     try:
         yield
     except SchemaNotMigrated as exc:
-        if client.database_url != url:
+        if hint is not None:
+            where = hint
+        elif client.database_url != url:
             where = "APP's client names its own database: give that URL to --database-url"
         elif source == "--database-url":
             where = "with the same --database-url"
@@ -250,7 +277,7 @@ def _runtime_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"shutdown_timeout": args.shutdown_timeout, **runtime}
 
 
-def _supervise(args: argparse.Namespace, client: AsyncClient, url: str) -> int:
+def _supervise(args: argparse.Namespace, client: AsyncClient, url: str, argv: list[str]) -> int:
     """`wai worker --processes N`: N child workers under a :class:`wai._supervisor.Supervisor`."""
     from wai._supervisor import Supervisor
 
@@ -261,9 +288,7 @@ def _supervise(args: argparse.Namespace, client: AsyncClient, url: str) -> int:
         f"schema {client.schema!r}, until SIGTERM or Ctrl-C",
         "",
     )
-    supervisor = Supervisor(
-        _worker_argv(args), args.processes, env={**os.environ, "WAI_DATABASE_URL": url}
-    )
+    supervisor = Supervisor(argv, args.processes, env={**os.environ, "WAI_DATABASE_URL": url})
     return asyncio.run(supervisor.run())
 
 
@@ -276,7 +301,13 @@ def _worker_argv(args: argparse.Namespace) -> list[str]:
     argv = [sys.executable, "-m", "wai"]
     if args.schema:
         argv += ["--schema", args.schema]
-    argv += ["worker", args.app]
+    return [*argv, "worker", args.app, *worker_option_argv(args)]
+
+
+def worker_option_argv(args: argparse.Namespace) -> list[str]:
+    """The options of ``args`` (:func:`add_worker_options`) as a command line, but
+    ``--processes``: what each child of ``--processes N`` is given."""
+    argv: list[str] = []
     for spec in args.queue:
         argv += ["--queue", spec]
     if args.burst:

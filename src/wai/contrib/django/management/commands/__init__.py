@@ -1,0 +1,1 @@
+"""``wai_worker`` and ``wai_migrate``."""
