@@ -90,6 +90,7 @@ PUBLIC_MODULES = [
     "wai.web",
     "wai.worker",
     "wai.cli",
+    "wai.testing",
 ]
 
 
