@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -302,95 +303,34 @@ async def test_assert_enqueued_failure_messages(aclient: wai.AsyncClient) -> Non
 # -- the plugin, as a user's test suite uses it -------------------------------------------
 
 
-USER_INI = """
-    [pytest]
-    asyncio_mode = strict
-    asyncio_default_fixture_loop_scope = function
-"""
+EXAMPLE = ROOT / "examples" / "testing"
 
-USER_CONFTEST = """
-    import pytest
+#: Next to the example's tests (docs/testing.md): a failing assertion as its user reads
+#: it, a registration that stays in its test, and a schema of each test's own.
+USER_EXTRA_TESTS = """
     import wai
+    from wai.testing import assert_enqueued, run_job
 
-    from myapp import client as app_client
-
-
-    @pytest.fixture
-    def wai_app():
-        return app_client
-"""
-
-USER_APP = """
-    from dataclasses import dataclass
-
-    import wai
-
-    client = wai.AsyncClient("postgresql://nowhere.invalid/never-opened")
-
-
-    @dataclass
-    class Signup:
-        user_id: int
-
-
-    @dataclass
-    class Welcome:
-        user_id: int
-
-
-    @client.task(Signup, queue="signups")
-    async def signup(job: wai.Job[Signup]) -> None:
-        return None
-
-
-    @client.task(Welcome, queue="mail")
-    async def welcome(job: wai.Job[Welcome]) -> None:
-        return None
-
-
-    client.on_completed_enqueue(Signup, lambda args, job: Welcome(user_id=args.user_id))
-"""
-
-USER_TESTS = """
-    import pytest
-    import wai
-    from wai.testing import assert_enqueued, drain, run_job
-
-    from myapp import Signup, Welcome
+    from myapp import SendWelcome, client
 
     SCHEMAS = []
 
 
-    @pytest.mark.asyncio
-    async def test_signup_welcomes(wai_client):
+    async def test_registrations_in_a_test_stay_in_it(wai_client: wai.AsyncClient) -> None:
         SCHEMAS.append(wai_client.schema)
-        run = await run_job(wai_client, Signup(user_id=1))
-        assert run.event == "completed"
-        assert_enqueued(run, Welcome, count=1, args=Welcome(user_id=1))
-
-
-    @pytest.mark.asyncio
-    async def test_drain(wai_client):
-        SCHEMAS.append(wai_client.schema)
-        await wai_client.insert(Signup(user_id=2))
-        report = await drain(wai_client)
-        assert report.kinds == ["signup", "welcome"]
-        assert await wai_client.list_jobs() != []
-
-
-    @pytest.mark.asyncio
-    async def test_registrations_in_a_test_stay_in_it(wai_client):
-        from myapp import client
-
-        wai_client.on_event(Signup, lambda event: None)
+        wai_client.on_event(SendWelcome, lambda event: None)
+        assert wai_client.registry.hooks
         assert not client.registry.hooks
-        assert len(set(SCHEMAS)) == 2  # a fresh schema per test
 
 
-    @pytest.mark.asyncio
-    async def test_failing_assertion_reads_well(wai_client):
-        run = await run_job(wai_client, Welcome(user_id=3))
-        assert_enqueued(run, Signup)
+    async def test_each_test_has_its_schema(wai_client: wai.AsyncClient) -> None:
+        assert wai_client.schema not in SCHEMAS
+        assert await wai_client.list_jobs() == []
+
+
+    async def test_a_failing_assertion_reads_well(wai_client: wai.AsyncClient) -> None:
+        run = await run_job(wai_client, SendWelcome(email="x@example.com"))
+        assert_enqueued(run, SendWelcome)
 """
 
 
@@ -400,27 +340,29 @@ def _plugin_loads_by_itself() -> bool:
 
 
 def test_the_plugin_in_a_users_test_suite(tmp_path: Path, database_url: str) -> None:
-    for name, text in [
-        ("pytest.ini", USER_INI),
-        ("conftest.py", USER_CONFTEST),
-        ("myapp.py", USER_APP),
-        ("test_jobs.py", USER_TESTS),
-    ]:
-        (tmp_path / name).write_text(textwrap.dedent(text))
+    """docs/testing.md's example project, run by pytest as its user runs it."""
+    for name in ("pytest.ini", "conftest.py", "myapp.py", "test_signup.py"):
+        shutil.copy(EXAMPLE / name, tmp_path / name)
+    (tmp_path / "test_extra.py").write_text(textwrap.dedent(USER_EXTRA_TESTS))
     env = {
         **os.environ,
+        # The tests' database; the app's own URL is never opened.
         "WAI_TEST_DATABASE_URL": database_url,
+        "WAI_DATABASE_URL": "postgresql://app.invalid/production",
         "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT / "src")]),
     }
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", "."]
+    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", "."]
     if not _plugin_loads_by_itself():
         args += ["-p", "wai.testing._plugin"]
     done = subprocess.run(
         args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False
     )
     out = done.stdout + done.stderr
-    assert "1 failed, 3 passed" in out, out
-    assert "expected a follow-up job of kind 'signup', found none." in out, out
+    assert "1 failed, 5 passed" in out, out
+    assert "FAILED test_extra.py::test_a_failing_assertion_reads_well" in out, out
+    # pytest shows the test's line, then the message listing what was enqueued
+    assert ">       assert_enqueued(run, SendWelcome)" in out, out
+    assert "expected a follow-up job of kind 'send_welcome', found none." in out, out
     assert "The outcome enqueued no follow-up jobs." in out, out
     # every schema the fixtures made was dropped again
     with psycopg.connect(database_url) as conn:

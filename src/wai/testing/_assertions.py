@@ -47,7 +47,8 @@ def assert_enqueued(
     elif len(matching) == count:
         return matching
     else:
-        problem = f"expected {count} follow-up jobs of kind {wanted}, found {len(matching)}"
+        jobs = "job" if count == 1 else "jobs"
+        problem = f"expected {count} follow-up {jobs} of kind {wanted}, found {len(matching)}"
     raise AssertionError(f"{problem}.\n{_enqueued(run.followups)}")
 
 
