@@ -375,3 +375,20 @@ def test_the_plugin_in_a_users_test_suite(tmp_path: Path, database_url: str) -> 
 def test_the_plugin_is_declared_as_a_pytest11_entry_point() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert project["project"]["entry-points"]["pytest11"] == {"wai": "wai.testing._plugin"}
+
+
+async def test_run_job_parks_on_a_callback_and_the_resolution_completes_it(
+    aclient: wai.AsyncClient,
+) -> None:
+    @aclient.task(Step, queue="q")
+    async def step(job: wai.Job[Step]) -> wai.WaitForCallback:
+        token = await job.register_callback(timeout=600)
+        return wai.WaitForCallback(token)
+
+    aclient.on_waiting_for_callback_enqueue(Step, lambda args, job: Audit(user_id=args.n))
+    run = await run_job(aclient, Step(n=4))
+    assert (run.event, run.state) == ("waiting_for_callback", wai.JobState.WAITING_EXTERNAL)
+    assert run.job.callback_id is not None
+    assert_enqueued(run, Audit, count=1, args=Audit(user_id=4))
+    done = await aclient.complete_external(run.job.callback_id, {"ok": True})
+    assert done.state == "completed"
