@@ -72,6 +72,17 @@ class Registry:
         self.args_types: dict[str, type[Any]] = {}
         self.periodics: dict[str, Periodic] = {}
 
+    def copy(self) -> Registry:
+        """A registry holding the same registrations; what is added to either stays its own."""
+        other = Registry()
+        other.tasks = dict(self.tasks)
+        other.hooks = {kind: list(fns) for kind, fns in self.hooks.items()}
+        other.specs = {key: list(specs) for key, specs in self.specs.items()}
+        other._spec_kinds = set(self._spec_kinds)
+        other.args_types = dict(self.args_types)
+        other.periodics = dict(self.periodics)
+        return other
+
     def add_periodic(self, periodic: Periodic) -> None:
         """Register a periodic schedule; its name must be new to this registry."""
         if periodic.name in self.periodics:

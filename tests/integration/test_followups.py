@@ -13,6 +13,7 @@ import wai
 from tests.integration._helpers import count, fetch, serving, wait_for, wait_job
 from wai._job import JobState
 from wai._outcomes import Outcome
+from wai.testing import drain, run_job
 from wai.transitions._finalize import apply_outcomes
 from wai.worker import _queries as worker_db
 
@@ -265,13 +266,16 @@ async def test_failure_specs_that_fail_too_go_to_the_outbox_never_to_rescue(
 ) -> None:
     aclient.on_completed_enqueue(Signup, lambda a, j: 1 / 0)
     aclient.on_retried_enqueue(Signup, lambda a, j, e, n, t: 1 / 0)
-    job = await aclient.insert(Signup(user_id=1))
-    async with serving(aclient, {"q": 2}):
-        row = await wait_job(aclient, job.id, "retryable")
+    # One attempt through the worker's executor and finalizer, committed.
+    run = await run_job(aclient, Signup(user_id=1))
+    row, job = run.job, run.job
     # The failed attempt is recorded; its own (retried) specs, which fail as well, wait in
     # the outbox in the same transaction: durable, retried with backoff, visible.
-    assert row.attempt == 1
+    assert (run.event, row.state, row.attempt) == ("retried", "retryable", 1)
+    assert run.error is not None
+    assert "ZeroDivisionError" in run.error
     assert "ZeroDivisionError" in row.errors[-1]["error"]
+    assert run.followups == []
     assert await followups_of(aclient, job.id) == []
     outbox = await fetch(
         aclient, "SELECT outcome, run_lease FROM wai.outbox WHERE job_id = %s", (job.id,)
@@ -284,8 +288,11 @@ async def test_drain_with_followups_counts_one_per_trigger(
 ) -> None:
     aclient.on_completed_enqueue(Signup, lambda a, j: Welcome(user_id=a.user_id))
     await aclient.insert_many([Signup(user_id=i) for i in range(300)])
-    async with serving(aclient, {"q": 16, "mail": 16}):
-        await wait_for(lambda: _done(aclient), timeout=30, what="600 completed jobs")
+    report = await drain(aclient, ["q", "mail"], timeout=30, concurrency=16)
+    assert len(report) == 600
+    assert {job.state for job in report} == {"completed"}
+    assert all(len(job.followups) == (job.kind == "signup") for job in report)
+    assert await _done(aclient)
     rows = await fetch(
         aclient,
         "SELECT t.id, count(f.id) FROM wai.jobs t LEFT JOIN wai.jobs f"

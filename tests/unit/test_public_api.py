@@ -91,6 +91,7 @@ PUBLIC_MODULES = [
     "wai.worker",
     "wai.cli",
     "wai.contrib.django",
+    "wai.testing",
 ]
 
 
