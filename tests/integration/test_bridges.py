@@ -315,3 +315,19 @@ async def test_sqlalchemy_sync_refuses_an_async_dialect(database_url: str) -> No
     async with _async_engine(database_url, "psycopg") as engine, AsyncSession(engine) as session:
         with pytest.raises(wai.ValidationError, match="asyncio dialect"):
             wai.bridges.sqlalchemy.insert_job_sync(session.sync_session, SendEmail(to="x"))
+
+
+async def test_inserted_jobs_are_counted_once(
+    shape: Callable[[str], Any], database_url: str
+) -> None:
+    from wai._metrics import METRICS
+
+    key = ("counted", "send_email")
+    before = METRICS.inserted.snapshot().get(key, 0)
+    async with shape(database_url) as caller:
+        await caller.insert(SendEmail(to="c"), queue="counted", unique=wai.UniqueOpts())
+        await caller.insert(
+            SendEmail(to="c"), queue="counted", unique=wai.UniqueOpts(on_conflict="skip")
+        )
+        await caller.commit()
+    assert METRICS.inserted.snapshot().get(key, 0) == before + 1  # a skipped duplicate is not
