@@ -25,7 +25,7 @@ from scratch import measure, print_medians, scratch_database
 from wai_jobs import Noop
 
 import wai
-from wai._db_async import _job_params, channel  # pyright: ignore[reportPrivateUsage]
+from wai._db_async import channel, job_params
 from wai._sql import query
 
 SCRATCH = "wai_insert_cost"
@@ -44,7 +44,7 @@ async def main() -> None:
         await client.open()
         await client.migrate()
         job = client._build(wai.EnqueueRequest(Noop(seq=1), queue="bench"))
-        params = {**_job_params(job), "channel": channel(client.schema)}
+        params = {**job_params(job), "channel": channel(client.schema)}
         text = query("job_insert", client.schema)
         conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
 

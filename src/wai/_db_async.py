@@ -51,6 +51,7 @@ __all__ = [
     "job_list",
     "job_list_params",
     "job_notify_queues",
+    "job_params",
     "job_retry",
     "migrate_applied",
     "migrate_apply",
@@ -106,7 +107,7 @@ async def _inserted(
 _first = operator.itemgetter(0)
 
 
-def _job_params(job: NewJob) -> dict[str, Any]:
+def job_params(job: NewJob) -> dict[str, Any]:
     """The parameters of job_insert; empty tags as NULL (psycopg dumps a list in Python)."""
     trig = job.trigger
     return {
@@ -238,7 +239,7 @@ async def migrate_apply(conn: AsyncConnection[Any], schema: str) -> list[Migrati
 
 async def job_insert(conn: AsyncConnection[Any], schema: str, job: NewJob) -> JobRow | None:
     """Insert one job; None when its unique key is already held."""
-    params = _job_params(job)
+    params = job_params(job)
     params["channel"] = channel(schema)
     name = "job_insert" if job.unique_key is None else "job_insert_unique"
     rows = await _inserted(conn, name, schema, params)

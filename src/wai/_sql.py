@@ -10,12 +10,23 @@ from typing import Literal, LiteralString, cast
 
 from wai.errors import ValidationError
 
-__all__ = ["QUERIES", "Query", "parse", "query", "render", "validate_schema"]
+__all__ = [
+    "QUERIES",
+    "Query",
+    "dollar_params",
+    "dollar_query",
+    "parse",
+    "query",
+    "render",
+    "validate_schema",
+]
 
 Cardinality = Literal["one", "many", "exec"]
 
 _HEADER = re.compile(r"^-- name: (\w+) :(one|many|exec)$", re.MULTILINE)
 _SCHEMA = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+# psycopg's placeholders: a named one, an escaped percent sign, or any other percent
+_PERCENT = re.compile(r"%\((\w+)\)s|%%|%")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,3 +85,32 @@ def render(text: str, schema: str) -> LiteralString:
 def query(name: str, schema: str) -> LiteralString:
     """The text of query ``name`` rendered for ``schema`` (cached)."""
     return render(QUERIES[name].text, schema)
+
+
+def dollar_params(text: str) -> tuple[str, tuple[str, ...]]:
+    """``text`` with psycopg's ``%(name)s`` placeholders as ``$1..$n``, and the names in order.
+
+    For drivers that take numbered parameters (asyncpg). A name used twice gets one number;
+    ``%%`` becomes ``%``. Any other ``%`` (a positional ``%s``) is refused: the named
+    queries use named parameters only.
+    """
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name is None:
+            if match.group(0) == "%%":
+                return "%"
+            raise ValueError(f"only %(name)s placeholders can be numbered, found {text!r}")
+        if name not in names:
+            names.append(name)
+        return f"${names.index(name) + 1}"
+
+    return _PERCENT.sub(number, text), tuple(names)
+
+
+@functools.cache
+def dollar_query(name: str, schema: str) -> tuple[str, tuple[str, ...]]:
+    """Query ``name`` rendered for ``schema`` with numbered parameters (cached); see
+    :func:`dollar_params`."""
+    return dollar_params(query(name, schema))

@@ -201,6 +201,27 @@ async def test_insert_is_a_producer_span_whose_context_the_job_stores(
     assert stored(await aclient.get_job(other.id)) == traceparent_of(b)
 
 
+async def test_the_asyncpg_bridge_is_the_same_producer_span(
+    aclient: wai.AsyncClient, database_url: str, spans: InMemorySpanExporter
+) -> None:
+    import asyncpg
+
+    import wai.bridges.asyncpg
+
+    conn = await asyncpg.connect(database_url)
+    try:
+        with tracer().start_as_current_span("request") as request:
+            async with conn.transaction():
+                job = await wai.bridges.asyncpg.insert_job(conn, Signup(user_id=1), queue="signup")
+    finally:
+        await conn.close()
+    span = one(spans, "insert signup")
+    assert span.kind is SpanKind.PRODUCER
+    assert parent_id(span) == request.get_span_context().span_id
+    assert (span.attributes or {})["messaging.message.id"] == str(job.id)
+    assert stored(job) == stored(await aclient.get_job(job.id)) == traceparent_of(span)
+
+
 async def test_a_batch_is_one_span_and_every_job_stores_its_context(
     aclient: wai.AsyncClient, spans: InMemorySpanExporter
 ) -> None:

@@ -11,7 +11,7 @@ from uuid import UUID
 import pytest
 
 from tests.factories import HOSTILE, Counter, SendEmail
-from wai._db_async import _batch_params, _job_params  # pyright: ignore[reportPrivateUsage]
+from wai._db_async import _batch_params, job_params  # pyright: ignore[reportPrivateUsage]
 from wai._inserts import EnqueueRequest, NewJob, build_job
 from wai._job import INSERT_COLUMNS, ROW_COLUMNS, JobRow, JobState, Trigger
 from wai._sql import QUERIES
@@ -172,8 +172,8 @@ def test_batch_params_send_each_set_column() -> None:
 
 
 def test_single_insert_sends_no_tags_as_null() -> None:
-    assert _job_params(_build(EnqueueRequest(Counter(n=1))))["tags"] is None
-    assert _job_params(_build(EnqueueRequest(Counter(n=1), tags=["a"])))["tags"] == ["a"]
+    assert job_params(_build(EnqueueRequest(Counter(n=1))))["tags"] is None
+    assert job_params(_build(EnqueueRequest(Counter(n=1), tags=["a"])))["tags"] == ["a"]
 
 
 def test_build_job_sets_every_field_of_the_new_job() -> None:

@@ -78,6 +78,9 @@ API_CLASSES = [wai.AsyncClient, wai.Client, wai.AsyncTransaction, wai.Transactio
 #: The modules README.md and docs/ tell users to import from.
 PUBLIC_MODULES = [
     "wai.bridge",
+    "wai.bridges",
+    "wai.bridges.asyncpg",
+    "wai.bridges.sqlalchemy",
     "wai.events",
     "wai.metrics",
     "wai.errors",

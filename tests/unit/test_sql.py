@@ -165,3 +165,36 @@ def test_render_quotes_the_schema() -> None:
 def test_render_rejects_a_hostile_schema() -> None:
     with pytest.raises(ValidationError):
         render("SELECT * FROM {schema}.jobs", "wai; drop")
+
+
+# -- numbered parameters (the asyncpg bridge) -------------------------------------------
+
+
+def test_dollar_params_numbers_each_name_once_in_order() -> None:
+    text, names = _sql.dollar_params("SELECT %(b)s, %(a)s::int, %(b)s, 'x%%'")
+    assert text == "SELECT $1, $2::int, $1, 'x%'"
+    assert names == ("b", "a")
+
+
+def test_dollar_params_refuses_positional_placeholders() -> None:
+    with pytest.raises(ValueError, match="only %"):
+        _sql.dollar_params("SELECT %s")
+
+
+@pytest.mark.parametrize("name", ["job_insert", "job_insert_unique", "job_get_by_unique_key"])
+def test_dollar_query_keeps_the_statement_and_every_parameter(name: str) -> None:
+    text, names = _sql.dollar_query(name, "wai")
+    original = query(name, "wai")
+    assert "%" not in text
+    assert len(names) == len(set(names)) == original.count("%(") - _repeats(original)
+    # numbering back gives the psycopg text: the statement itself is unchanged
+    for i, param in reversed(list(enumerate(names, 1))):
+        text = text.replace(f"${i}", f"%({param})s")
+    assert text == original
+
+
+def _repeats(text: str) -> int:
+    import re
+
+    found = re.findall(r"%\((\w+)\)s", text)
+    return len(found) - len(set(found))
