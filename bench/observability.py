@@ -37,6 +37,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
@@ -179,8 +180,14 @@ async def _child(url: str, mode: str, jobs: int, concurrency: int) -> dict[str, 
     }
 
 
+def _with_db(url: str, name: str) -> str:
+    """``url`` naming database ``name`` (a host URL or a Unix socket's ``?host=`` one)."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, ""))
+
+
 def _scratch(url: str, name: str, create: bool) -> None:
-    with psycopg.connect(url, autocommit=True) as conn:
+    with psycopg.connect(_with_db(url, "postgres"), autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")  # type: ignore[arg-type]
         if create:
             conn.execute(f"CREATE DATABASE {name}")  # type: ignore[arg-type]
@@ -208,8 +215,7 @@ def main() -> None:
     modes = [m for m in opts.modes.split(",") if m]
     if "off" not in modes or any(m not in MODES for m in modes):
         raise SystemExit(f"--modes: some of {', '.join(MODES)}, off included")
-    base = opts.database_url.rsplit("/", 1)[0]
-    scratch = f"{base}/{opts.dbname}"
+    scratch = _with_db(opts.database_url, opts.dbname)
     rates: dict[str, list[float]] = {m: [] for m in modes}
     for run in range(opts.runs):
         for mode in modes if run % 2 == 0 else modes[::-1]:

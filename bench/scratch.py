@@ -11,11 +11,12 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import LiteralString
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
 
-__all__ = ["cpu_seconds", "measure", "print_medians", "scratch_database"]
+__all__ = ["cpu_seconds", "database_url", "measure", "print_medians", "scratch_database"]
 
 
 def cpu_seconds() -> float:
@@ -24,19 +25,26 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def database_url(server: str, name: str) -> str:
+    """The URL of database ``name`` on ``server`` (a URL whose database part, if any, is
+    replaced): ``postgresql://u@host:port`` as well as a Unix socket's
+    ``postgresql://u@?host=/run/dir&port=5432``."""
+    parts = urlsplit(server)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, ""))
+
+
 @contextmanager
 def scratch_database(server: str, name: str) -> Iterator[str]:
     """Create database ``name`` on ``server`` (dropping a leftover), yield its URL, drop it."""
-    server = server.rstrip("/")
 
     def admin(statement: LiteralString) -> None:
-        with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
+        with psycopg.connect(database_url(server, "postgres"), autocommit=True) as conn:
             conn.execute(sql.SQL(statement).format(sql.Identifier(name)))
 
     admin("DROP DATABASE IF EXISTS {}")
     admin("CREATE DATABASE {}")
     try:
-        yield f"{server}/{name}"
+        yield database_url(server, name)
     finally:
         admin("DROP DATABASE IF EXISTS {}")
 

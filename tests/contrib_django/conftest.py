@@ -19,7 +19,15 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
-if not settings.configured:
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Configure Django once the run's server is known: after the root conftest's own
+    ``pytest_configure``, which may start an embedded server and point PGHOST/PGPORT at
+    it (this conftest is imported before that when its folder is named on the command
+    line)."""
+    if settings.configured:
+        return
     settings.configure(
         DATABASES={
             "default": {
