@@ -150,6 +150,27 @@ def test_wai_worker_burst_runs_a_job_to_completion(tmp_path: Path, database_url:
     assert row == ("completed", 1), done.stderr
 
 
+def test_wai_worker_processes_runs_its_jobs_in_django_set_up_children(
+    tmp_path: Path, database_url: str
+) -> None:
+    """``--processes 2 --burst``: two children (``python -m django wai_worker``, the same
+    settings), each with Django set up for its handlers, finish every job and exit."""
+    project = _project(tmp_path, database_url, APP="proj.tasks:client")
+    with psycopg.connect(database_url) as conn:
+        ids = [
+            insert_job_sync(conn, {"text": f"hello {i}"}, kind="stamp", queue="stamps").id
+            for i in range(20)
+        ]
+    done = _manage(project, "wai_worker", "--processes", "2", "--burst", "--poll-interval", "0.2")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("started (pid") == 2, done.stderr
+    with psycopg.connect(database_url) as conn:
+        states = conn.execute(
+            "SELECT state, count(*) FROM wai.jobs WHERE id = ANY(%s) GROUP BY state", (ids,)
+        ).fetchall()
+    assert states == [("completed", 20)], done.stderr
+
+
 def test_wai_worker_on_an_unmigrated_database_says_to_run_wai_migrate(
     tmp_path: Path, empty_database_url: str
 ) -> None:

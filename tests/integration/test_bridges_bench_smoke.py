@@ -30,5 +30,5 @@ def test_bridges_bench_smoke(database_url: str) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [line for line in done.stdout.splitlines() if "jobs/s" in line]
-    assert [line.split()[0] for line in lines] == ["1", "2", "3", "4", "5"]
-    assert "stored 105 jobs, as expected" in done.stdout
+    assert [line.split()[0] for line in lines] == ["1", "2", "3", "4", "5", "6"]
+    assert "stored 126 jobs, as expected" in done.stdout

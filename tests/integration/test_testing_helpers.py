@@ -392,3 +392,78 @@ async def test_run_job_parks_on_a_callback_and_the_resolution_completes_it(
     assert_enqueued(run, Audit, count=1, args=Audit(user_id=4))
     done = await aclient.complete_external(run.job.callback_id, {"ok": True})
     assert done.state == "completed"
+
+
+EMBEDDED_PROJECT = {
+    "myapp.py": """
+        from dataclasses import dataclass
+
+        import wai
+
+        client = wai.AsyncClient("postgresql://app.invalid/production")  # never opened
+
+
+        @dataclass
+        class Hello:
+            name: str
+
+
+        @client.task(Hello, queue="hello")
+        async def hello(job: wai.Job[Hello]) -> None:
+            return None
+    """,
+    "conftest.py": """
+        import pytest
+
+
+        @pytest.fixture
+        def wai_app():
+            from myapp import client
+
+            return client
+    """,
+    "test_hello.py": """
+        from wai.testing import run_job
+
+        from myapp import Hello
+
+
+        async def test_hello(wai_client):
+            run = await run_job(wai_client, Hello(name="Ada"))
+            assert run.event == "completed"
+    """,
+}
+
+
+def test_the_plugin_falls_back_to_the_embedded_postgresql(tmp_path: Path) -> None:
+    """No database URL anywhere: the fixtures start wai's embedded PostgreSQL (here in a
+    directory of the test's own, WAI_EMBEDDED_DIR) and the user's test runs on it."""
+    for name, text in EMBEDDED_PROJECT.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
+    )
+    data = tmp_path / "pg"
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("WAI_TEST_DATABASE_URL", "WAI_DATABASE_URL", "DATABASE_URL")
+        and not k.startswith("PG")
+    }
+    env["WAI_EMBEDDED_DIR"] = str(data)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(ROOT / "src")])
+    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", "."]
+    if not _plugin_loads_by_itself():
+        args += ["-p", "wai.testing._plugin"]
+    try:
+        done = subprocess.run(
+            args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240, check=False
+        )
+        out = done.stdout + done.stderr
+        assert "1 passed" in out, out
+        assert any(data.iterdir()), "the embedded server's data directory is empty"
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "wai", "embedded", "stop"],
+            env=env, capture_output=True, timeout=60, check=False,
+        )  # fmt: skip
