@@ -99,7 +99,11 @@ SPECS: tuple[MetricSpec, ...] = (
     MetricSpec(
         "wai.jobs.cancelled", "counter", "{job}", _QK, "Jobs a handler cancelled (committed)."
     ),
-    MetricSpec("wai.jobs.snoozed", "counter", "{job}", _QK, "Attempts that snoozed (committed)."),
+    MetricSpec(
+        "wai.jobs.snoozed", "counter", "{job}", _QK,
+        "Attempts that snoozed (committed); an attempt a stopping worker put back, its "
+        "attempt refunded, is no outcome and counts nowhere.",
+    ),
     MetricSpec(
         "wai.jobs.parked", "counter", "{job}", _QK,
         "Attempts that parked their job to wait for an external callback (committed).",

@@ -8,6 +8,7 @@ added (queue names of its own) against a snapshot taken before it.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -299,3 +300,27 @@ async def test_gauges_come_from_the_database_and_the_runtime(aclient: wai.AsyncC
     left = {(s.name, s.labels) for s in METRICS.gauge_samples()}
     assert ("wai.worker.in_flight", ("m-gauge",)) not in left
     assert ("wai.leader", (runtime.instance_id,)) not in left
+
+
+async def test_an_attempt_refunded_at_shutdown_counts_as_no_outcome(
+    aclient: wai.AsyncClient,
+) -> None:
+    started = asyncio.Event()
+
+    @aclient.task(Order, queue="m-stop")
+    async def order(job: wai.Job[Order]) -> None:
+        started.set()
+        await asyncio.Event().wait()  # runs until the worker stops it
+
+    names = [s.name for s in SPECS if s.kind == "counter"]
+    before = {name: counts(name) for name in names}
+    row = await aclient.insert(Order(n=1))
+    async with serving(aclient, {"m-stop": 1}, shutdown_timeout=0.2):
+        await asyncio.wait_for(started.wait(), 10)
+    after = await aclient.get_job(row.id)
+    assert (after.state, after.attempt) == ("available", 0)  # put back, attempt refunded
+    moved = {name: delta(before[name], name) for name in names}
+    assert {name: d for name, d in moved.items() if d} == {
+        "wai.jobs.claimed": {("m-stop", "order"): 1},
+        "wai.jobs.inserted": {("m-stop", "order"): 1},
+    }

@@ -28,10 +28,12 @@ def record_committed(batch: Sequence[tuple[Outcome, AttemptState]], applied: App
     for outcome, state in batch:
         if outcome.job_id not in written:
             continue  # a stale attempt's outcome matched nothing
+        if outcome.attempt_delta < 0:
+            continue  # a worker's stop put the job back, attempt refunded: not its outcome
         row = state.row
         counter = outcomes.get(outcome.event)
         if counter is None:
-            continue  # a worker's stop (the attempt refunded): not an outcome of the job
+            continue
         labels = (row.queue, state.kind)
         counter.add(labels)
         finished = state.finished if state.finished is not None else now
