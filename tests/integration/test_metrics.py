@@ -24,7 +24,7 @@ from opentelemetry.sdk.metrics.export import (
 from prometheus_client.parser import text_string_to_metric_families
 
 import wai
-from tests.integration._helpers import fetch, serving, wait_for
+from tests.integration._helpers import fetch, serving, wait_for, wait_job
 from wai import _prometheus
 from wai._gauges import DatabaseGauges
 from wai._metrics import METRICS, SPECS, Labels, prometheus_name
@@ -312,15 +312,22 @@ async def test_an_attempt_refunded_at_shutdown_counts_as_no_outcome(
         started.set()
         await asyncio.Event().wait()  # runs until the worker stops it
 
+    @aclient.task(Receipt, queue="m-stop")
+    async def receipt(job: wai.Job[Receipt]) -> wai.Snooze:
+        return wai.Snooze(3600)  # a real snooze, which gives its attempt back too
+
     names = [s.name for s in SPECS if s.kind == "counter"]
     before = {name: counts(name) for name in names}
+    snoozing = await aclient.insert(Receipt(n=1))
     row = await aclient.insert(Order(n=1))
-    async with serving(aclient, {"m-stop": 1}, shutdown_timeout=0.2):
+    async with serving(aclient, {"m-stop": 2}, shutdown_timeout=0.2):
         await asyncio.wait_for(started.wait(), 10)
+        await wait_job(aclient, snoozing.id, "scheduled")
     after = await aclient.get_job(row.id)
     assert (after.state, after.attempt) == ("available", 0)  # put back, attempt refunded
     moved = {name: delta(before[name], name) for name in names}
     assert {name: d for name, d in moved.items() if d} == {
-        "wai.jobs.claimed": {("m-stop", "order"): 1},
-        "wai.jobs.inserted": {("m-stop", "order"): 1},
+        "wai.jobs.claimed": {("m-stop", "order"): 1, ("m-stop", "receipt"): 1},
+        "wai.jobs.inserted": {("m-stop", "order"): 1, ("m-stop", "receipt"): 1},
+        "wai.jobs.snoozed": {("m-stop", "receipt"): 1},  # the handler's, not the stop's
     }

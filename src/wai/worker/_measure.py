@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from wai._context import AttemptState
 from wai._followups import Applied
+from wai._job import JobState
 from wai._metrics import METRICS, GaugeSample
 from wai._outcomes import Outcome
 from wai._tally import OUTCOME_EVENTS
@@ -28,7 +29,7 @@ def record_committed(batch: Sequence[tuple[Outcome, AttemptState]], applied: App
     for outcome, state in batch:
         if outcome.job_id not in written:
             continue  # a stale attempt's outcome matched nothing
-        if outcome.attempt_delta < 0:
+        if outcome.event == "snoozed" and outcome.state is JobState.AVAILABLE:
             continue  # a worker's stop put the job back, attempt refunded: not its outcome
         row = state.row
         counter = outcomes.get(outcome.event)
