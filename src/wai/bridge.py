@@ -18,7 +18,7 @@ from wai._unique import UniqueOpts
 __all__ = ["insert_job", "insert_job_sync"]
 
 
-def _build(
+def build_bridge_job(
     args: Any,
     *,
     kind: str | None,
@@ -31,6 +31,8 @@ def _build(
     unique: UniqueOpts | None,
     ordering_key: str | None,
 ) -> NewJob:
+    """The validated row of a bridge's insert: the options of ``insert``, defaults from
+    the args type or the process's registered tasks (every bridge builds its job here)."""
     return build_job(
         EnqueueRequest(
             args,
@@ -72,7 +74,7 @@ async def insert_job(
     dict args with ``kind=`` go to the queue a task of that kind was registered
     on by any client in this process, else ``"default"``.
     """
-    job = _build(
+    job = build_bridge_job(
         args,
         kind=kind,
         queue=queue,
@@ -103,7 +105,7 @@ def insert_job_sync(
     schema: str = "wai",
 ) -> JobRow:
     """Insert a job on a psycopg sync ``Connection``; see :func:`insert_job`."""
-    job = _build(
+    job = build_bridge_job(
         args,
         kind=kind,
         queue=queue,

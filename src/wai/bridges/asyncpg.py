@@ -22,15 +22,15 @@ import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
 from wai._db_async import channel, job_params
-from wai._inserts import EnqueueRequest, NewJob, build_job, inserted_row
+from wai._inserts import NewJob, inserted_row
 from wai._job import JobRow
 from wai._json import loads
 from wai._metrics import METRICS
-from wai._registry import known_queue
 from wai._sql import dollar_query, validate_schema
 from wai._tracing import otel
 from wai._translate import from_sqlstate
 from wai._unique import UniqueOpts
+from wai.bridge import build_bridge_job
 from wai.errors import UniqueConflict
 
 __all__ = ["Connection", "insert_job"]
@@ -79,20 +79,17 @@ async def insert_job(
     to what the args type declares; a held unique key raises :class:`wai.UniqueConflict`,
     or returns the job that holds it with ``UniqueOpts(on_conflict="skip")``.
     """
-    job = build_job(
-        EnqueueRequest(
-            args,
-            kind=kind,
-            queue=queue,
-            priority=priority,
-            max_attempts=max_attempts,
-            run_at=run_at,
-            tags=tags,
-            metadata=metadata,
-            unique=unique,
-            ordering_key=ordering_key,
-        ),
-        default_queue=known_queue,
+    job = build_bridge_job(
+        args,
+        kind=kind,
+        queue=queue,
+        priority=priority,
+        max_attempts=max_attempts,
+        run_at=run_at,
+        tags=tags,
+        metadata=metadata,
+        unique=unique,
+        ordering_key=ordering_key,
     )
     schema = validate_schema(schema)
     if otel is not None and otel.active():

@@ -74,6 +74,19 @@ async def insert_job(
     the caller commits, and vanishes if the caller rolls back. The options are those of
     :func:`wai.bridge.insert_job`.
     """
+    # the same options for whichever bridge the dialect leads to
+    options: dict[str, Any] = {
+        "kind": kind,
+        "queue": queue,
+        "priority": priority,
+        "max_attempts": max_attempts,
+        "run_at": run_at,
+        "tags": tags,
+        "metadata": metadata,
+        "unique": unique,
+        "ordering_key": ordering_key,
+        "schema": schema,
+    }
     conn = session_or_conn
     if isinstance(conn, AsyncSession):
         conn = await conn.connection()
@@ -86,16 +99,7 @@ async def insert_job(
         return await bridge.insert_job(
             native,
             args,
-            kind=kind,
-            queue=queue,
-            priority=priority,
-            max_attempts=max_attempts,
-            run_at=run_at,
-            tags=tags,
-            metadata=metadata,
-            unique=unique,
-            ordering_key=ordering_key,
-            schema=schema,
+            **options,
         )
     from wai.bridges import asyncpg  # only this dialect needs asyncpg installed
 
@@ -108,16 +112,7 @@ async def insert_job(
     return await asyncpg.insert_job(
         native,
         args,
-        kind=kind,
-        queue=queue,
-        priority=priority,
-        max_attempts=max_attempts,
-        run_at=run_at,
-        tags=tags,
-        metadata=metadata,
-        unique=unique,
-        ordering_key=ordering_key,
-        schema=schema,
+        **options,
     )
 
 
