@@ -7,6 +7,7 @@ from wai._admin import QueueDepth, QueueStats, ThroughputMinute
 from wai._client_base import Transaction
 from wai._client_base_async import AsyncTransaction
 from wai._context import Job
+from wai._flow import RateLimit
 from wai._followups import RescueReason
 from wai._health import Health, RuntimeHealth
 from wai._inserts import EnqueueRequest
@@ -72,6 +73,7 @@ __all__ = [
     "QueueConfig",
     "QueueDepth",
     "QueueStats",
+    "RateLimit",
     "RescueReason",
     "RetryAfter",
     "RuntimeHealth",

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final
 
+from wai._flow import RateLimit, stored_rate_limit
 from wai._job import JobState
 from wai._storable import check_text
 from wai._tally import EVENTS
@@ -91,6 +92,15 @@ class QueueStats:
     ``oldest_available_lag`` is how many seconds the oldest ``available`` job has been
     due (``now - run_at``), 0.0 when no job is available: a growing lag means the
     queue's workers do not keep up (or the queue is paused).
+
+    Flow control (see ``docs/flow-control.md``): ``rate_limit`` and
+    ``global_concurrency`` are the queue's stored limits (None: none);
+    ``rate_tokens`` is what its bucket holds now (a claim takes one per job; None
+    without a rate limit), to compare ``counts["running"]`` with
+    ``global_concurrency``. ``keys_running`` is how many ordering keys have an attempt
+    running, and ``waiting_turn`` how many available jobs wait for an earlier job of
+    their ordering key to finish; ``retry_holds_key`` says whether a job waiting for
+    its retry keeps its key's later jobs waiting.
     """
 
     name: str
@@ -99,6 +109,12 @@ class QueueStats:
     counts: dict[str, int]
     oldest_available_lag: float
     estimated: tuple[str, ...] = ()
+    rate_limit: RateLimit | None = None
+    rate_tokens: float | None = None
+    global_concurrency: int | None = None
+    retry_holds_key: bool = True
+    keys_running: int = 0
+    waiting_turn: int = 0
 
     @property
     def total(self) -> int:
@@ -115,6 +131,16 @@ class QueueStats:
             paused_at=rec["paused_at"],
             counts={s.value: int(found.get(s.value, 0)) for s in JobState},
             oldest_available_lag=float(rec["oldest_available_lag"] or 0.0),
+            rate_limit=stored_rate_limit(
+                rec.get("rate_limit"), rec.get("rate_per"), rec.get("rate_burst")
+            ),
+            rate_tokens=None
+            if rec.get("rate_tokens") is None
+            else max(0.0, float(rec["rate_tokens"])),
+            global_concurrency=rec.get("global_concurrency"),
+            retry_holds_key=bool(rec.get("retry_holds_key", True)),
+            keys_running=int(rec.get("keys_running") or 0),
+            waiting_turn=int(rec.get("waiting_turn") or 0),
         )
 
 

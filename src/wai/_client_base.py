@@ -29,6 +29,7 @@ from wai._admin import (
 from wai._bounded import bounded_sync
 from wai._connect import CONNECT_TIMEOUT, unreachable
 from wai._context import Job
+from wai._flow import RateLimit, check_global_concurrency
 from wai._health import DatabaseCheck, Health, RuntimeHealth, assess, check_timeout, first_line
 from wai._inserts import EnqueueRequest, NewJob, build_args_job, build_job, validate_queue
 from wai._instances import RuntimeInstance
@@ -978,6 +979,39 @@ class ClientBase:
         with self._connection() as conn:
             with translate_errors(self.schema):
                 db.queue_pause(conn, self.schema, name)
+
+    def set_queue_limits(
+        self,
+        name: str,
+        *,
+        rate_limit: RateLimit | None = None,
+        global_concurrency: int | None = None,
+    ) -> None:
+        """Replace the flow control of queue ``name``, for every process at once.
+
+        *rate_limit* caps how many of its jobs start per period across all workers
+        (a :class:`wai.RateLimit`), *global_concurrency* how many of its attempts run
+        at once across all workers; None lifts that limit. Workers listening for
+        notifications apply the change before their next claim (without LISTEN, within
+        30 s; a limit newly set is never broken meanwhile: their plain claims take
+        nothing from a limited queue). A worker that starts with a
+        :class:`wai.QueueConfig` giving a limit stores its own value again. See
+        ``docs/flow-control.md``.
+        """
+        validate_queue(name)
+        if rate_limit is not None and not isinstance(rate_limit, RateLimit):
+            raise ValidationError(f"rate_limit must be a wai.RateLimit or None, got {rate_limit!r}")
+        if global_concurrency is not None:
+            check_global_concurrency(global_concurrency)
+        with self._connection() as conn:
+            with translate_errors(self.schema):
+                db.queue_set_limits(
+                    conn,
+                    self.schema,
+                    name,
+                    rate_limit=rate_limit,
+                    global_concurrency=global_concurrency,
+                )
 
     def resume_queue(self, name: str) -> None:
         """Let workers claim from queue ``name`` again; idle workers are woken at once."""

@@ -29,6 +29,7 @@ from wai._admin import (
     counts_finished_exactly,
 )
 from wai._admin import queue_stats as admin_stats
+from wai._flow import RateLimit
 from wai._inserts import NewJob, inserted_row
 from wai._instances import RuntimeInstance
 from wai._job import JobRow, JobState
@@ -39,6 +40,7 @@ from wai.outbox._models import OutboxEntry
 __all__ = [
     "cancel_channel",
     "channel",
+    "flow_channel",
     "job_cancel",
     "job_complete_by_caller",
     "job_copy",
@@ -61,6 +63,7 @@ __all__ = [
     "queue_live_counts",
     "queue_pause",
     "queue_resume",
+    "queue_set_limits",
     "queue_stats",
     "runtime_instance_list",
     "throughput_history",
@@ -71,6 +74,11 @@ __all__ = [
 def channel(schema: str) -> str:
     """The NOTIFY channel that wakes the workers of ``schema``."""
     return f"{validate_schema(schema)}.jobs"
+
+
+def flow_channel(schema: str) -> str:
+    """The NOTIFY channel that tells workers of ``schema`` a queue's limits changed."""
+    return f"{validate_schema(schema)}.flow"
 
 
 def cancel_channel(schema: str) -> str:
@@ -476,6 +484,29 @@ def job_retry(
 def queue_pause(conn: Connection[Any], schema: str, name: str) -> None:
     """Mark queue ``name`` paused (creating its row if needed)."""
     conn.execute(query("queue_pause", schema), {"name": name})
+
+
+def queue_set_limits(
+    conn: Connection[Any],
+    schema: str,
+    name: str,
+    *,
+    rate_limit: RateLimit | None,
+    global_concurrency: int | None,
+) -> None:
+    """Replace the flow control of queue ``name`` (None lifts a limit)."""
+    conn.execute(
+        query("queue_set_limits", schema),
+        {
+            "name": name,
+            "rate_limit": rate_limit.limit if rate_limit else None,
+            "rate_per": rate_limit.per if rate_limit else None,
+            "rate_burst": rate_limit.capacity if rate_limit else None,
+            "global_concurrency": global_concurrency,
+            "flow_channel": flow_channel(schema),
+            "channel": channel(schema),
+        },
+    )
 
 
 def queue_resume(conn: Connection[Any], schema: str, name: str) -> None:

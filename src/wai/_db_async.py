@@ -28,6 +28,7 @@ from wai._admin import (
     counts_finished_exactly,
 )
 from wai._admin import queue_stats as admin_stats
+from wai._flow import RateLimit
 from wai._inserts import NewJob, inserted_row
 from wai._instances import RuntimeInstance
 from wai._job import JobRow, JobState
@@ -38,6 +39,7 @@ from wai.outbox._models import OutboxEntry
 __all__ = [
     "cancel_channel",
     "channel",
+    "flow_channel",
     "job_cancel",
     "job_complete_by_caller",
     "job_copy",
@@ -60,6 +62,7 @@ __all__ = [
     "queue_live_counts",
     "queue_pause",
     "queue_resume",
+    "queue_set_limits",
     "queue_stats",
     "runtime_instance_list",
     "throughput_history",
@@ -70,6 +73,11 @@ __all__ = [
 def channel(schema: str) -> str:
     """The NOTIFY channel that wakes the workers of ``schema``."""
     return f"{validate_schema(schema)}.jobs"
+
+
+def flow_channel(schema: str) -> str:
+    """The NOTIFY channel that tells workers of ``schema`` a queue's limits changed."""
+    return f"{validate_schema(schema)}.flow"
 
 
 def cancel_channel(schema: str) -> str:
@@ -481,6 +489,29 @@ async def job_retry(
 async def queue_pause(conn: AsyncConnection[Any], schema: str, name: str) -> None:
     """Mark queue ``name`` paused (creating its row if needed)."""
     await conn.execute(query("queue_pause", schema), {"name": name})
+
+
+async def queue_set_limits(
+    conn: AsyncConnection[Any],
+    schema: str,
+    name: str,
+    *,
+    rate_limit: RateLimit | None,
+    global_concurrency: int | None,
+) -> None:
+    """Replace the flow control of queue ``name`` (None lifts a limit)."""
+    await conn.execute(
+        query("queue_set_limits", schema),
+        {
+            "name": name,
+            "rate_limit": rate_limit.limit if rate_limit else None,
+            "rate_per": rate_limit.per if rate_limit else None,
+            "rate_burst": rate_limit.capacity if rate_limit else None,
+            "global_concurrency": global_concurrency,
+            "flow_channel": flow_channel(schema),
+            "channel": channel(schema),
+        },
+    )
 
 
 async def queue_resume(conn: AsyncConnection[Any], schema: str, name: str) -> None:

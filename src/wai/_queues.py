@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from wai._flow import RateLimit, check_global_concurrency
 from wai._inserts import validate_queue
 from wai._seconds import MAX_SECONDS, check_seconds
 from wai.errors import ValidationError
@@ -30,17 +31,27 @@ class QueueConfig:
     dead-letter entries are kept (default ``start(dlq_retention=...)``, 30 days).
     These settings are stored in the ``queues`` table when the worker starts, so
     every process (the maintenance leader, a callback receiver) applies them;
-    None leaves the stored value as it is. *rate_limit* is reserved.
+    None leaves the stored value as it is.
+
+    Flow control, stored the same way and obeyed by every process and host (see
+    ``docs/flow-control.md``): *rate_limit* (a :class:`wai.RateLimit`) caps how many
+    jobs of the queue start per period, *global_concurrency* how many attempts of it
+    run at once across all processes (*concurrency* stays this process's own cap), and
+    *retry_holds_key* (default True) whether a job with an ordering key that waits for
+    its retry keeps the later jobs of its key waiting. To lift a limit at run time use
+    :meth:`wai.AsyncClient.set_queue_limits` (or ``wai queues limit``).
     """
 
     concurrency: int = 10
     deadline: float | None = None
     claim_batch_size: int | None = None
     dlq: bool | None = None
-    rate_limit: float | None = None
+    rate_limit: RateLimit | None = None
     retention: float | None = None
     priority_aging: float | None = None
     dlq_retention: float | None = None
+    global_concurrency: int | None = None
+    retry_holds_key: bool | None = None
 
     def __post_init__(self) -> None:
         if (
@@ -57,6 +68,17 @@ class QueueConfig:
             value = getattr(self, name)
             if value is not None:
                 check_seconds(value, name)
+        if self.rate_limit is not None and not isinstance(self.rate_limit, RateLimit):
+            raise ValidationError(
+                f"rate_limit must be a wai.RateLimit, e.g. RateLimit(50, per=1.0), "
+                f"got {self.rate_limit!r}"
+            )
+        if self.global_concurrency is not None:
+            check_global_concurrency(self.global_concurrency)
+        if self.retry_holds_key is not None and not isinstance(self.retry_holds_key, bool):
+            raise ValidationError(
+                f"retry_holds_key must be True, False or None, got {self.retry_holds_key!r}"
+            )
         if self.claim_batch_size is not None and (
             isinstance(self.claim_batch_size, bool)
             or not isinstance(self.claim_batch_size, int)
@@ -76,6 +98,9 @@ class QueueSettings:
     priority_aging: float | None = None
     dlq: bool | None = None
     dlq_retention: float | None = None
+    rate_limit: RateLimit | None = None
+    global_concurrency: int | None = None
+    retry_holds_key: bool | None = None
 
     @property
     def empty(self) -> bool:
@@ -85,6 +110,9 @@ class QueueSettings:
             and self.priority_aging is None
             and self.dlq is None
             and self.dlq_retention is None
+            and self.rate_limit is None
+            and self.global_concurrency is None
+            and self.retry_holds_key is None
         )
 
     @classmethod
@@ -96,6 +124,9 @@ class QueueSettings:
             priority_aging=config.priority_aging,
             dlq=config.dlq if config.dlq is not None else dlq,
             dlq_retention=config.dlq_retention,
+            rate_limit=config.rate_limit,
+            global_concurrency=config.global_concurrency,
+            retry_holds_key=config.retry_holds_key,
         )
 
 

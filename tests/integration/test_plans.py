@@ -41,6 +41,7 @@ PARAMS: dict[str, Any] = {
     "run_at": [None, None],
     "queue": "q",
     "limit": 32,
+    "limited": False,
     "deadline_kinds": ["work"],
     "deadline_seconds": [5.0],
     "default_deadline": None,
@@ -92,8 +93,22 @@ def test_the_generic_plan_finds_rows_by_primary_key(analyzed: wai.Client, name: 
         plan = generic_plan(conn, name, analyzed.schema)
     assert "jobs_pkey" in plan, plan
     assert "Seq Scan on jobs" not in plan, plan
-    assert "jobs_running_idx" not in plan, plan
+    assert "jobs_running_idx" not in without_flow_cap(plan), plan
     assert "Hash Join" not in plan, plan
+
+
+def without_flow_cap(plan: str) -> str:
+    """The plan without the claim's ``cap`` CTE: only a claim under flow control (with
+    its global concurrency set) counts the running attempts of its queue there."""
+    return re.sub(r"\n  CTE cap\n(?:    .*\n)+", "\n", plan + "\n")
+
+
+def test_only_the_flow_cap_of_the_claim_reads_running_rows(analyzed: wai.Client) -> None:
+    with analyzed._connection() as conn:
+        plan = generic_plan(conn, "job_claim", analyzed.schema)
+    assert "jobs_running_idx" in plan, plan
+    assert "CTE cap" in plan, plan
+    assert "jobs_running_idx" not in without_flow_cap(plan), plan
 
 
 def test_the_claim_is_prepared_with_its_limit_in_the_text() -> None:

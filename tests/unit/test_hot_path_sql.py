@@ -10,7 +10,8 @@ from wai._sql import QUERIES
 
 
 def _returning(name: str) -> list[str]:
-    text = QUERIES[name].text.rsplit("RETURNING", 1)[1].rstrip().rstrip(";")
+    # the claim returns its rows from a CTE (claimed) that its last RETURNING ends
+    text = QUERIES[name].text.rsplit("RETURNING", 1)[1].split("\n)", 1)[0].rstrip().rstrip(";")
     return [item.split()[0].removeprefix("j.") for item in text.split(",")]
 
 

@@ -44,6 +44,7 @@ EXPECTED = {
     "QueueConfig",
     "QueueDepth",
     "QueueStats",
+    "RateLimit",
     "ThroughputMinute",
     "RescueReason",
     "RetryAfter",

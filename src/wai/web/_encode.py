@@ -18,6 +18,7 @@ from typing import Any, Final, Generic, TypeVar
 import orjson
 
 from wai._admin import QueueDepth, QueueStats, ThroughputMinute
+from wai._flow import RateLimit
 from wai._instances import RuntimeInstance
 from wai._job import JobRow, Trigger
 from wai._jsonable import jsonable
@@ -41,6 +42,7 @@ __all__ = [
     "OUTBOX_STATS",
     "QUEUE_DEPTH",
     "QUEUE_STATS",
+    "RATE_LIMIT",
     "RESPONSE_HEADERS",
     "RUNTIME_INSTANCE",
     "SCHEDULE",
@@ -97,6 +99,7 @@ QUEUE_STATS: Final = View(
     QueueStats,
     (Extra[QueueStats]("total", lambda q: q.total, {"type": "integer"}),),
 )
+RATE_LIMIT: Final = View("RateLimit", RateLimit)
 QUEUE_DEPTH: Final = View(
     "QueueDepth",
     QueueDepth,
@@ -198,6 +201,7 @@ VIEWS: Final[tuple[View[Any], ...]] = (
     JOB,
     TRIGGER,
     QUEUE_STATS,
+    RATE_LIMIT,
     QUEUE_DEPTH,
     THROUGHPUT_MINUTE,
     DLQ_ENTRY,

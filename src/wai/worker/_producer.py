@@ -14,13 +14,19 @@ import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
+from wai._flow import FlowState, claim_wait
 from wai._job import JobRow
 from wai._logging import emit
 from wai._queues import QueueConfig
 from wai._supervise import supervise
 from wai.worker import _queries as worker_db
 
-__all__ = ["QueueProducer"]
+__all__ = ["FLOW_REREAD", "QueueProducer"]
+
+# How often a claim loop reads its queue's limits when no notification says they changed
+# (seconds): the bound on how long a limit set while LISTEN was down goes unnoticed. A
+# claim never breaks a limit meanwhile: the plain claim takes nothing from a limited queue.
+FLOW_REREAD = 30.0
 
 logger = logging.getLogger("wai.worker")
 
@@ -51,6 +57,11 @@ class QueueProducer:
         # the latest one failed (time.monotonic() seconds)
         self.last_claim_at: float | None = None
         self.claim_failing = False
+        # Flow control: whether the queue has limits (claims then take its lock), when
+        # that was last read, and what the latest limited claim left.
+        self.limited = False
+        self.flow: FlowState | None = None
+        self._flow_read_at: float | None = None
         self._pool = pool
         self._schema = schema
         self._poll_interval = poll_interval
@@ -61,10 +72,16 @@ class QueueProducer:
         self._wake = asyncio.Event()
         self._freed = asyncio.Event()
         self._stopping = False
+        self._stopped = asyncio.Event()
         self.drained = asyncio.Event()
 
     def wake(self) -> None:
         """A job may be available: claim soon."""
+        self._wake.set()
+
+    def flow_changed(self) -> None:
+        """The queue's limits may have changed: read them before the next claim."""
+        self._flow_read_at = None
         self._wake.set()
 
     def release(self) -> None:
@@ -107,12 +124,27 @@ class QueueProducer:
     def stop(self) -> None:
         """Stop claiming; running attempts are not touched."""
         self._stopping = True
+        self._stopped.set()
         self._wake.set()
         self._freed.set()
 
     async def _claim(self, limit: int) -> list[JobRow]:
         async with self._pool.connection() as conn:
-            return await worker_db.job_claim(
+            now = time.monotonic()
+            if self._flow_read_at is None or now - self._flow_read_at > FLOW_REREAD:
+                self.limited = await worker_db.queue_flow_settings(conn, self._schema, self.name)
+                self._flow_read_at = now
+            if not self.limited:
+                self.flow = None
+                return await worker_db.job_claim(
+                    conn,
+                    self._schema,
+                    queue=self.name,
+                    limit=limit,
+                    deadlines=self._deadlines,
+                    default_deadline=self.config.deadline,
+                )
+            rows, self.flow = await worker_db.job_claim_limited(
                 conn,
                 self._schema,
                 queue=self.name,
@@ -120,6 +152,26 @@ class QueueProducer:
                 deadlines=self._deadlines,
                 default_deadline=self.config.deadline,
             )
+            if self.flow is None:  # its limits were lifted
+                self.limited = False
+            return rows
+
+    async def _hold(self, seconds: float) -> None:
+        """Wait ``seconds`` for flow control (a token, a free global slot); a wakeup or a
+        freed local slot ends a global-concurrency wait early, a stop any wait."""
+        self._freed.clear()
+        waits = [
+            asyncio.ensure_future(asyncio.sleep(seconds)),
+            asyncio.ensure_future(self._stopped.wait()),
+        ]
+        if self.flow is None or self.flow.tokens is None or self.flow.tokens >= 1:
+            waits.append(asyncio.ensure_future(self._wake.wait()))
+            waits.append(asyncio.ensure_future(self._freed.wait()))
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
 
     async def run_forever(self) -> None:
         """Claim until stopped (or, in burst mode, until the queue is empty).
@@ -178,6 +230,13 @@ class QueueProducer:
                 self._launch(row, self)
             # A full batch may have left more behind: claim again without waiting.
             more = len(rows) == limit
+            wait = claim_wait(self.flow, wanted=limit, claimed=len(rows))
+            if wait is not None:
+                # Flow control capped the claim, not the queue's jobs: look again when it
+                # may let more through.
+                await self._hold(min(wait, self._poll_interval))
+                more = True
+                continue
             if self._burst and not rows:
                 # Running attempts may still make work available here (a follow-up, say):
                 # look once more after their outcomes are written.

@@ -13,6 +13,8 @@ from typing import Any, LiteralString
 
 from psycopg import AsyncConnection
 
+from wai._db import flow_channel
+from wai._flow import FlowState, stored_rate_limit
 from wai._job import JobRow, job_rows
 from wai._queues import QueueSettings
 from wai._sql import query
@@ -20,8 +22,10 @@ from wai._sql import query
 __all__ = [
     "followup_specs_upsert",
     "job_claim",
+    "job_claim_limited",
     "job_heartbeat_finished",
     "job_heartbeat_many",
+    "queue_flow_settings",
     "queue_settings_upsert",
     "runtime_instance_delete",
     "runtime_instance_upsert",
@@ -42,6 +46,18 @@ def _claim_query(schema: str, limit: int) -> LiteralString:
     return text.replace("%(limit)s", str(int(limit)))  # type: ignore[return-value]
 
 
+def _claim_params(
+    queue: str, deadlines: dict[str, float], default_deadline: float | None, *, limited: bool
+) -> dict[str, Any]:
+    return {
+        "queue": queue,
+        "limited": limited,
+        "deadline_kinds": list(deadlines),
+        "deadline_seconds": list(deadlines.values()),
+        "default_deadline": default_deadline,
+    }
+
+
 async def job_claim(
     conn: AsyncConnection[Any],
     schema: str,
@@ -51,18 +67,58 @@ async def job_claim(
     deadlines: dict[str, float],
     default_deadline: float | None,
 ) -> list[JobRow]:
-    """Claim up to ``limit`` available jobs of ``queue``, starting an attempt on each."""
+    """Claim up to ``limit`` available jobs of ``queue``, starting an attempt on each.
+
+    Claims nothing from a queue under flow control: see :func:`job_claim_limited`.
+    """
     async with conn.cursor(row_factory=job_rows) as cur:
         await cur.execute(
             _claim_query(schema, limit),
-            {
-                "queue": queue,
-                "deadline_kinds": list(deadlines),
-                "deadline_seconds": list(deadlines.values()),
-                "default_deadline": default_deadline,
-            },
+            _claim_params(queue, deadlines, default_deadline, limited=False),
         )
         return await cur.fetchall()
+
+
+async def job_claim_limited(
+    conn: AsyncConnection[Any],
+    schema: str,
+    *,
+    queue: str,
+    limit: int,
+    deadlines: dict[str, float],
+    default_deadline: float | None,
+) -> tuple[list[JobRow], FlowState | None]:
+    """Claim from a queue under flow control, in one transaction and one round trip: take
+    the queue's claim lock, claim within its rate limit and global concurrency, read what
+    is left. The state is None when the queue turned out to have no limits any more."""
+    async with conn.transaction(), conn.pipeline():
+        lock = await conn.execute(query("queue_flow_lock", schema), {"queue": queue})
+        claim = conn.cursor(row_factory=job_rows)
+        await claim.execute(
+            _claim_query(schema, limit),
+            _claim_params(queue, deadlines, default_deadline, limited=True),
+        )
+        after = await conn.execute(query("queue_flow_after", schema), {"queue": queue})
+        limits = await lock.fetchone()
+        rows = await claim.fetchall()
+        left = await after.fetchone()
+    if limits is None or left is None:
+        return rows, None
+    state = FlowState(
+        rate_limit=stored_rate_limit(limits[0], limits[1], limits[2]),
+        global_concurrency=limits[3],
+        tokens=left[0],
+        running=left[1],
+        at=left[2],
+    )
+    return rows, state
+
+
+async def queue_flow_settings(conn: AsyncConnection[Any], schema: str, queue: str) -> bool:
+    """Whether ``queue`` is under flow control (a rate limit or a global concurrency)."""
+    cur = await conn.execute(query("queue_flow_settings", schema), {"queue": queue})
+    row = await cur.fetchone()
+    return row is not None and (row[0] is not None or row[3] is not None)
 
 
 async def job_heartbeat_many(
@@ -160,5 +216,11 @@ async def queue_settings_upsert(
             "aging": [s.priority_aging for s in settings],
             "dlq": [s.dlq for s in settings],
             "dlq_retention": [s.dlq_retention for s in settings],
+            "rate_limit": [s.rate_limit.limit if s.rate_limit else None for s in settings],
+            "rate_per": [s.rate_limit.per if s.rate_limit else None for s in settings],
+            "rate_burst": [s.rate_limit.capacity if s.rate_limit else None for s in settings],
+            "global_concurrency": [s.global_concurrency for s in settings],
+            "retry_holds_key": [s.retry_holds_key for s in settings],
+            "flow_channel": flow_channel(schema),
         },
     )

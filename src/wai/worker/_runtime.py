@@ -158,6 +158,7 @@ class Runtime:
             self._wake_all,
             subscriptions={
                 db.cancel_channel(schema): self._on_cancel,
+                db.flow_channel(schema): self._on_flow,
                 callback_db.callback_channel(schema): self.callbacks.notify,
             },
         )
@@ -625,8 +626,15 @@ class Runtime:
             producer.wake()
 
     def _wake_all(self) -> None:
+        # After a reconnect: notes sent while LISTEN was down are lost, limits' changes too.
         for p in self.producers.values():
-            p.wake()
+            p.flow_changed()
+
+    def _on_flow(self, payload: str) -> None:
+        # A queue's limits changed: its claim loop reads them before its next claim.
+        producer = self.producers.get(payload)
+        if producer is not None:
+            producer.flow_changed()
 
     def _on_cancel(self, payload: str) -> None:
         # An operator cancelled (or retried) a job: if that very attempt runs here, its

@@ -96,6 +96,33 @@ SET paused = true,
     updated_at = now()
 RETURNING q.name, q.paused, q.paused_at;
 
+-- name: queue_set_limits :one
+-- Replace a queue's flow control (NULLs lift a limit), creating its row if needed. A rate
+-- limit that changes starts with a full bucket; one set again unchanged keeps its tokens.
+-- Workers re-read the limits at once (a note on the flow channel) and wake, and a claim
+-- under way finishes under the old ones.
+WITH stored AS (
+    INSERT INTO {schema}.queues AS q (
+        name, rate_limit, rate_per, rate_burst, global_concurrency, updated_at)
+    VALUES (%(name)s, %(rate_limit)s, %(rate_per)s, %(rate_burst)s, %(global_concurrency)s,
+            now())
+    ON CONFLICT (name) DO UPDATE
+    SET rate_limit = excluded.rate_limit,
+        rate_per = excluded.rate_per,
+        rate_burst = excluded.rate_burst,
+        rate_tokens = CASE WHEN (excluded.rate_limit, excluded.rate_per, excluded.rate_burst)
+                                IS NOT DISTINCT FROM (q.rate_limit, q.rate_per, q.rate_burst)
+                           THEN q.rate_tokens END,
+        rate_at = CASE WHEN (excluded.rate_limit, excluded.rate_per, excluded.rate_burst)
+                            IS NOT DISTINCT FROM (q.rate_limit, q.rate_per, q.rate_burst)
+                       THEN q.rate_at END,
+        global_concurrency = excluded.global_concurrency,
+        updated_at = now()
+    RETURNING q.name
+)
+SELECT s.name, pg_notify(%(flow_channel)s, s.name), pg_notify(%(channel)s, s.name)
+FROM stored AS s;
+
 -- name: queue_resume :one
 -- Let workers claim from a queue again and wake them at once.
 WITH resumed AS (
@@ -148,13 +175,18 @@ SELECT id FROM drained WHERE (SELECT count(*) FROM stopped) >= 0;
 
 -- name: queue_live_counts :many
 -- Per queue: exact counts of the jobs that are not finished, by state, with how long the
--- oldest available job has been due, and the queue's pause flag. One branch per partial
--- index (the claim, running, due and waiting indexes), so only live rows are read however
+-- oldest available job has been due, the queue's pause flag and its flow control: the
+-- limits, the bucket's tokens now, the ordering keys with an attempt running, and the
+-- available jobs held back by an earlier job of their key. One branch per partial index
+-- (the two claim indexes, running, due and waiting), so only live rows are read however
 -- much finished history the table holds. Queues are those with live jobs plus those in
 -- the queues table.
 WITH live AS (
     SELECT queue, 'available' AS state, count(*) AS n, min(run_at) AS oldest_available
-    FROM {schema}.jobs WHERE state = 'available' GROUP BY queue
+    FROM {schema}.jobs WHERE state = 'available' AND ordering_key IS NULL GROUP BY queue
+    UNION ALL
+    SELECT queue, 'available', count(*), min(run_at) FROM {schema}.jobs
+    WHERE state = 'available' AND ordering_key IS NOT NULL GROUP BY queue
     UNION ALL
     SELECT queue, 'running', count(*), NULL FROM {schema}.jobs
     WHERE state = 'running' GROUP BY queue
@@ -169,17 +201,47 @@ per_queue AS (
     SELECT queue AS name,
            jsonb_object_agg(state, n) AS counts,
            min(oldest_available) AS oldest_available
-    FROM live
+    FROM (SELECT queue, state, sum(n) AS n, min(oldest_available) AS oldest_available
+          FROM live GROUP BY queue, state) AS l
     GROUP BY queue
+),
+turns AS (
+    SELECT queue AS name, count(*) AS keys_running FROM {schema}.key_turns GROUP BY queue
+),
+held AS (
+    SELECT j.queue AS name, count(*) AS waiting_turn
+    FROM {schema}.jobs AS j
+    WHERE j.state = 'available' AND j.ordering_key IS NOT NULL
+      AND EXISTS (
+          SELECT 1 FROM {schema}.jobs AS o
+          WHERE o.queue = j.queue AND o.ordering_key = j.ordering_key AND o.id < j.id
+            AND o.state IN ('scheduled', 'available', 'running', 'retryable', 'waiting_external'))
+    GROUP BY j.queue
+),
+names AS (
+    SELECT name FROM per_queue UNION SELECT name FROM {schema}.queues
 )
-SELECT coalesce(p.name, q.name) AS name,
+SELECT n.name,
        coalesce(p.counts, '{}'::jsonb) AS counts,
        coalesce(q.paused, false) AS paused,
        q.paused_at,
        coalesce(greatest(extract(epoch FROM now() - p.oldest_available), 0), 0)::float8
-           AS oldest_available_lag
-FROM per_queue AS p
-FULL JOIN {schema}.queues AS q ON q.name = p.name;
+           AS oldest_available_lag,
+       q.rate_limit, q.rate_per, q.rate_burst,
+       CASE WHEN q.rate_limit IS NOT NULL THEN
+           least(q.rate_burst::float8, coalesce(q.rate_tokens, q.rate_burst::float8)
+                 + q.rate_limit / q.rate_per
+                   * greatest(0, extract(epoch FROM now() - coalesce(q.rate_at, now()))))
+       END AS rate_tokens,
+       q.global_concurrency,
+       coalesce(q.retry_holds_key, true) AS retry_holds_key,
+       coalesce(t.keys_running, 0)::int AS keys_running,
+       coalesce(h.waiting_turn, 0)::int AS waiting_turn
+FROM names AS n
+LEFT JOIN per_queue AS p ON p.name = n.name
+LEFT JOIN {schema}.queues AS q ON q.name = n.name
+LEFT JOIN turns AS t ON t.name = n.name
+LEFT JOIN held AS h ON h.name = n.name;
 
 -- name: jobs_size_estimate :one
 -- How many rows the jobs table holds by the planner's reckoning: its density at the last

@@ -264,40 +264,165 @@ LIMIT %(limit)s;
 
 -- name: job_claim :many
 -- Lock up to %(limit)s available jobs of a queue in claim order and start an attempt on each.
--- A paused queue claims nothing (one primary-key probe of the queues table). The update
--- finds the picked rows through `id = ANY (ARRAY(...))`, which only a primary-key probe
--- per row satisfies, so that a generic plan of the prepared statement never joins the
--- picked ids to a scan of the table. RETURNING lists wai.job.ROW_COLUMNS, in their order
--- (JobRow.from_row).
-WITH picked AS (
-    SELECT id AS picked_id FROM {schema}.jobs
-    WHERE state = 'available' AND queue = %(queue)s
-      AND NOT EXISTS (SELECT 1 FROM {schema}.queues AS q WHERE q.name = %(queue)s AND q.paused)
-    -- The order of jobs_claim_idx (available rows only): an index walk that stops at the LIMIT.
-    -- SKIP LOCKED: concurrent claims pass over each other's rows instead of waiting on them.
+-- Two candidate walks, each an index walk that stops at the LIMIT and passes over rows
+-- another claim holds (SKIP LOCKED): jobs without an ordering key in claim order
+-- (jobs_claim_idx), and jobs with one whose key's turn it is, in insert order
+-- (jobs_claim_keyed_idx): no earlier job of the key is unfinished (jobs_ordering_idx; a job
+-- waiting for its retry counts unless the queue's retry_holds_key is false). The best
+-- %(limit)s of both, capped by the queue's flow control, are taken; a keyed job starts
+-- only if its key_turns row goes in (ON CONFLICT DO NOTHING: one attempt per key at once,
+-- even against a claim whose snapshot predates ours).
+-- A paused queue claims nothing (one primary-key probe of the queues table), and neither
+-- does a queue under flow control when %(limited)s is false: such a queue is claimed only
+-- under the lock of queue_flow_lock, taken earlier in the same transaction, so that this
+-- statement's snapshot sees every claim before it; its rate limit and global concurrency
+-- then cap the batch, and the tokens it takes leave the bucket.
+-- The update finds the picked rows through `id = ANY (ARRAY(...))`, which only a
+-- primary-key probe per row satisfies, so that a generic plan of the prepared statement
+-- never joins the picked ids to a scan of the table. RETURNING lists wai.job.ROW_COLUMNS,
+-- in their order (JobRow.from_row).
+WITH flow AS MATERIALIZED (
+    SELECT q.paused,
+           q.rate_limit IS NOT NULL OR q.global_concurrency IS NOT NULL AS limited,
+           q.rate_limit,
+           -- The bucket now: what it held at rate_at plus the refill since, at most the burst.
+           -- Counted from the statement's start, which comes after the lock: claims serialized
+           -- by it see their times in order (now(), the transaction's start, may not).
+           least(q.rate_burst::float8, coalesce(q.rate_tokens, q.rate_burst::float8)
+                 + q.rate_limit / q.rate_per
+                   * greatest(0, extract(epoch FROM statement_timestamp()
+                                               - coalesce(q.rate_at, statement_timestamp()))))
+               AS tokens,
+           q.global_concurrency,
+           coalesce(q.retry_holds_key, true) AS retry_holds_key
+    FROM {schema}.queues AS q
+    WHERE q.name = %(queue)s
+),
+blocked AS MATERIALIZED (
+    SELECT coalesce((SELECT f.paused OR (f.limited AND NOT %(limited)s) FROM flow AS f), false)
+        AS blocked
+),
+plain AS (
+    SELECT id, priority, run_at FROM {schema}.jobs
+    WHERE state = 'available' AND queue = %(queue)s AND ordering_key IS NULL
+      AND NOT (SELECT b.blocked FROM blocked AS b)
+    -- The order of jobs_claim_idx: an index walk that stops at the LIMIT.
     ORDER BY priority, run_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
+),
+heads AS (
+    SELECT id, priority, run_at, ordering_key FROM {schema}.jobs AS j
+    WHERE state = 'available' AND queue = %(queue)s AND ordering_key IS NOT NULL
+      AND NOT (SELECT b.blocked FROM blocked AS b)
+      AND NOT EXISTS (
+          SELECT 1 FROM {schema}.jobs AS o
+          WHERE o.queue = j.queue AND o.ordering_key = j.ordering_key AND o.id < j.id
+            AND o.state IN ('scheduled', 'available', 'running', 'retryable', 'waiting_external')
+            AND (o.state <> 'retryable'
+                 OR coalesce((SELECT f.retry_holds_key FROM flow AS f), true)))
+    ORDER BY id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+cap AS MATERIALIZED (
+    -- How many jobs flow control lets this claim take (the LIMIT when it is off).
+    SELECT greatest(0, least(
+        %(limit)s,
+        CASE WHEN %(limited)s AND f.rate_limit IS NOT NULL THEN floor(f.tokens)::int END,
+        CASE WHEN %(limited)s AND f.global_concurrency IS NOT NULL THEN
+            -- Attempts running now, waits in place for a callback included (their handler
+            -- still holds a slot); rows of a crashed process count until rescued.
+            f.global_concurrency - (
+                SELECT count(*)::int FROM {schema}.jobs AS r
+                WHERE r.queue = %(queue)s
+                  AND (r.state = 'running'
+                       OR (r.state = 'waiting_external' AND r.heartbeat_at IS NOT NULL)))
+        END)) AS n
+    FROM (SELECT 1) AS one LEFT JOIN flow AS f ON true
+),
+chosen AS MATERIALIZED (
+    SELECT c.id, c.ordering_key FROM (
+        SELECT id, priority, run_at, NULL::text AS ordering_key FROM plain
+        UNION ALL
+        SELECT id, priority, run_at, ordering_key FROM heads
+    ) AS c
+    ORDER BY c.priority, c.run_at, c.id
+    LIMIT (SELECT n FROM cap)
+),
+turns AS (
+    INSERT INTO {schema}.key_turns AS t (queue, ordering_key, job_id)
+    SELECT %(queue)s, c.ordering_key, c.id FROM chosen AS c WHERE c.ordering_key IS NOT NULL
+    ON CONFLICT DO NOTHING
+    RETURNING t.job_id
+),
+claimed AS (
+    UPDATE {schema}.jobs AS j
+    -- The statement's time, not the transaction's: a limited claim's transaction started
+    -- before it waited for the queue's lock, and attempted_at is the time its tokens count.
+    SET state = 'running',
+        attempt = j.attempt + 1,
+        run_lease = j.run_lease + 1,
+        attempted_at = statement_timestamp(),
+        heartbeat_at = statement_timestamp(),
+        -- The kind's own deadline (its task's), else the queue's; NULL (none) leaves it NULL.
+        deadline_at = statement_timestamp() + make_interval(secs => coalesce(
+            (SELECT d.seconds FROM unnest(%(deadline_kinds)s::text[], %(deadline_seconds)s::float8[])
+                 AS d(kind, seconds) WHERE d.kind = j.kind),
+            %(default_deadline)s::float8
+        ))
+    WHERE j.id = ANY (ARRAY(
+        SELECT c.id FROM chosen AS c WHERE c.ordering_key IS NULL
+        UNION ALL
+        SELECT t.job_id FROM turns AS t))
+    RETURNING
+        j.id, j.kind, j.queue, j.args::text, j.state, j.priority, j.attempt, j.max_attempts,
+        j.run_at, j.attempted_at, j.heartbeat_at, j.deadline_at, j.finalized_at, j.created_at,
+        j.errors::text, j.metadata::text, j.tags, j.unique_key, j.ordering_key, j.callback_id,
+        j.callback_timeout_at, j.run_lease, j.progress::text, j.trigger_job_id,
+        j.trigger_run_lease, j.trigger_outcome, j.trigger_spec, j.callback_result::text
+),
+spent AS (
+    -- The tokens this claim took leave the bucket (only under the lock: %(limited)s).
+    UPDATE {schema}.queues AS q
+    SET rate_tokens = f.tokens - (SELECT count(*) FROM claimed),
+        rate_at = greatest(statement_timestamp(), coalesce(q.rate_at, statement_timestamp()))
+    FROM flow AS f
+    WHERE %(limited)s AND q.name = %(queue)s AND q.rate_limit IS NOT NULL
 )
-UPDATE {schema}.jobs AS j
-SET state = 'running',
-    attempt = j.attempt + 1,
-    run_lease = j.run_lease + 1,
-    attempted_at = now(),
-    heartbeat_at = now(),
-    -- The kind's own deadline (its task's), else the queue's; NULL (none) leaves it NULL.
-    deadline_at = now() + make_interval(secs => coalesce(
-        (SELECT d.seconds FROM unnest(%(deadline_kinds)s::text[], %(deadline_seconds)s::float8[])
-             AS d(kind, seconds) WHERE d.kind = j.kind),
-        %(default_deadline)s::float8
-    ))
-WHERE j.id = ANY (ARRAY(SELECT picked_id FROM picked))
-RETURNING
-    id, kind, queue, args::text, state, priority, attempt, max_attempts, run_at,
-    attempted_at, heartbeat_at, deadline_at, finalized_at, created_at, errors::text,
-    metadata::text, tags, unique_key, ordering_key, callback_id, callback_timeout_at,
-    run_lease, progress::text, trigger_job_id, trigger_run_lease, trigger_outcome,
-    trigger_spec, callback_result::text;
+SELECT * FROM claimed;
+
+-- name: queue_flow_lock :one
+-- Take a limited queue's claim lock (its queues row) for the rest of the transaction, and
+-- read its limits. Claims of the queue wait for each other here, so that the claim that
+-- follows (job_claim with limited) sees every attempt started before it. No row: the queue
+-- is no longer under flow control.
+SELECT q.rate_limit, q.rate_per, q.rate_burst, q.global_concurrency
+FROM {schema}.queues AS q
+WHERE q.name = %(queue)s AND (q.rate_limit IS NOT NULL OR q.global_concurrency IS NOT NULL)
+FOR NO KEY UPDATE;
+
+-- name: queue_flow_after :one
+-- A limited queue as its claim left it (same transaction, so the claim's own writes show):
+-- the bucket's tokens and the attempts running, each only when that limit is set.
+SELECT
+    CASE WHEN q.rate_limit IS NOT NULL THEN q.rate_tokens END,
+    CASE WHEN q.global_concurrency IS NOT NULL THEN (
+        SELECT count(*)::int FROM {schema}.jobs AS r
+        WHERE r.queue = q.name
+          AND (r.state = 'running'
+               OR (r.state = 'waiting_external' AND r.heartbeat_at IS NOT NULL)))
+    END,
+    statement_timestamp()
+FROM {schema}.queues AS q
+WHERE q.name = %(queue)s;
+
+-- name: queue_flow_settings :one
+-- A queue's flow control as stored (no row: never configured).
+SELECT q.rate_limit, q.rate_per, q.rate_burst, q.global_concurrency,
+       coalesce(q.retry_holds_key, true)
+FROM {schema}.queues AS q
+WHERE q.name = %(queue)s;
 
 -- name: job_finalize_many :many
 -- Apply a batch of attempt outcomes, each guarded by its attempt: (id, run_lease) and the

@@ -44,18 +44,43 @@ SELECT * FROM {schema}.runtime_instances ORDER BY started_at, instance_id;
 
 -- name: queue_settings_upsert :exec
 -- Record per-queue settings given in code (QueueConfig); a NULL leaves the stored value.
-INSERT INTO {schema}.queues AS q (name, completed_retention, priority_aging, dlq, dlq_retention)
-SELECT s.name, make_interval(secs => s.retention), make_interval(secs => s.aging), s.dlq,
-       make_interval(secs => s.dlq_retention)
-FROM unnest(%(name)s::text[], %(retention)s::float8[], %(aging)s::float8[], %(dlq)s::bool[],
-            %(dlq_retention)s::float8[])
-    AS s(name, retention, aging, dlq, dlq_retention)
-ON CONFLICT (name) DO UPDATE
-SET completed_retention = coalesce(excluded.completed_retention, q.completed_retention),
-    priority_aging = coalesce(excluded.priority_aging, q.priority_aging),
-    dlq = coalesce(excluded.dlq, q.dlq),
-    dlq_retention = coalesce(excluded.dlq_retention, q.dlq_retention),
-    updated_at = now();
+-- A new rate limit starts with a full bucket (its burst); workers re-read the limits of a
+-- queue whose flow control was given (a note on the flow channel per such queue).
+WITH stored AS (
+    INSERT INTO {schema}.queues AS q (
+        name, completed_retention, priority_aging, dlq, dlq_retention,
+        rate_limit, rate_per, rate_burst, global_concurrency, retry_holds_key)
+    SELECT s.name, make_interval(secs => s.retention), make_interval(secs => s.aging), s.dlq,
+           make_interval(secs => s.dlq_retention),
+           s.rate_limit, s.rate_per, s.rate_burst, s.global_concurrency, s.retry_holds_key
+    FROM unnest(%(name)s::text[], %(retention)s::float8[], %(aging)s::float8[], %(dlq)s::bool[],
+                %(dlq_retention)s::float8[], %(rate_limit)s::int[], %(rate_per)s::float8[],
+                %(rate_burst)s::int[], %(global_concurrency)s::int[], %(retry_holds_key)s::bool[])
+        AS s(name, retention, aging, dlq, dlq_retention, rate_limit, rate_per, rate_burst,
+             global_concurrency, retry_holds_key)
+    ON CONFLICT (name) DO UPDATE
+    SET completed_retention = coalesce(excluded.completed_retention, q.completed_retention),
+        priority_aging = coalesce(excluded.priority_aging, q.priority_aging),
+        dlq = coalesce(excluded.dlq, q.dlq),
+        dlq_retention = coalesce(excluded.dlq_retention, q.dlq_retention),
+        rate_limit = coalesce(excluded.rate_limit, q.rate_limit),
+        rate_per = coalesce(excluded.rate_per, q.rate_per),
+        rate_burst = coalesce(excluded.rate_burst, q.rate_burst),
+        -- The bucket keeps what it holds (at most the burst) while the rate stays the same.
+        rate_tokens = CASE WHEN excluded.rate_limit IS NULL THEN q.rate_tokens
+                           WHEN (excluded.rate_limit, excluded.rate_per, excluded.rate_burst)
+                                IS NOT DISTINCT FROM (q.rate_limit, q.rate_per, q.rate_burst)
+                           THEN q.rate_tokens END,
+        rate_at = CASE WHEN excluded.rate_limit IS NULL THEN q.rate_at
+                       WHEN (excluded.rate_limit, excluded.rate_per, excluded.rate_burst)
+                            IS NOT DISTINCT FROM (q.rate_limit, q.rate_per, q.rate_burst)
+                       THEN q.rate_at END,
+        global_concurrency = coalesce(excluded.global_concurrency, q.global_concurrency),
+        retry_holds_key = coalesce(excluded.retry_holds_key, q.retry_holds_key),
+        updated_at = now()
+    RETURNING q.name, q.rate_limit IS NOT NULL OR q.global_concurrency IS NOT NULL AS limited
+)
+SELECT pg_notify(%(flow_channel)s, s.name) FROM stored AS s WHERE s.limited;
 
 -- name: job_delete_finalized :many
 -- Delete up to %(limit)s terminal jobs finalized longer ago than the retention of their
@@ -158,6 +183,8 @@ due AS (
         ) AS t
         WHERE j.queue = a.name
           AND j.state = 'available'
+          -- Jobs with an ordering key run in insert order whatever their priority.
+          AND j.ordering_key IS NULL
           AND j.priority > 1
           AND j.run_at <= now() - a.priority_aging
           AND t.target < j.priority
