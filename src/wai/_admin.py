@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Final
 
@@ -115,6 +115,8 @@ class QueueStats:
     retry_holds_key: bool = True
     keys_running: int = 0
     waiting_turn: int = 0
+    kind_rate_limits: dict[str, RateLimit] = field(default_factory=dict[str, RateLimit])
+    kind_tokens: dict[str, float] = field(default_factory=dict[str, float])
 
     @property
     def total(self) -> int:
@@ -125,6 +127,7 @@ class QueueStats:
     def from_record(cls, rec: dict[str, Any]) -> QueueStats:
         """Build the stats from a ``queue_live_counts`` record; missing states count 0."""
         found: dict[str, Any] = rec["counts"] or {}
+        kinds: dict[str, dict[str, Any]] = rec.get("kind_limits") or {}
         return cls(
             name=rec["name"],
             paused=bool(rec["paused"]),
@@ -141,6 +144,11 @@ class QueueStats:
             retry_holds_key=bool(rec.get("retry_holds_key", True)),
             keys_running=int(rec.get("keys_running") or 0),
             waiting_turn=int(rec.get("waiting_turn") or 0),
+            kind_rate_limits={
+                kind: RateLimit(int(v["limit"]), per=float(v["per"]), burst=int(v["burst"]))
+                for kind, v in kinds.items()
+            },
+            kind_tokens={kind: max(0.0, float(v["tokens"])) for kind, v in kinds.items()},
         )
 
 

@@ -34,7 +34,7 @@ from wai._inserts import EnqueueRequest, NewJob, build_args_job, build_job, vali
 from wai._instances import RuntimeInstance
 from wai._job import JobRow, JobState
 from wai._json import configure_async
-from wai._kinds import check_int
+from wai._kinds import check_int, kind_of_type
 from wai._lineage import Lineage, assemble
 from wai._metrics import METRICS
 from wai._migrate import migrations
@@ -1011,6 +1011,25 @@ class AsyncClientBase:
                     rate_limit=rate_limit,
                     global_concurrency=global_concurrency,
                 )
+
+    async def set_kind_rate_limit(
+        self, queue: str, kind: KindOrType, rate_limit: RateLimit | None
+    ) -> None:
+        """Set (or, with None, lift) the rate limit of one kind within queue ``queue``.
+
+        Jobs of ``kind`` in that queue then start at most as fast as ``rate_limit``
+        allows across all workers, on top of the queue's own limits; jobs of other
+        kinds are not held back by them. *kind* is a kind name or an args type. A
+        worker that starts with a :class:`wai.QueueConfig` whose ``kind_rate_limits``
+        names the kind stores its own value again. See ``docs/flow-control.md``.
+        """
+        validate_queue(queue)
+        name = kind_of_type(kind)
+        if rate_limit is not None and not isinstance(rate_limit, RateLimit):
+            raise ValidationError(f"rate_limit must be a wai.RateLimit or None, got {rate_limit!r}")
+        async with self._connection() as conn:
+            with translate_errors(self.schema):
+                await db.kind_limit_set(conn, self.schema, queue, name, rate_limit)
 
     async def resume_queue(self, name: str) -> None:
         """Let workers claim from queue ``name`` again; idle workers are woken at once."""

@@ -56,6 +56,7 @@ __all__ = [
     "job_notify_queues",
     "job_params",
     "job_retry",
+    "kind_limit_set",
     "migrate_applied",
     "migrate_apply",
     "queue_depth_history",
@@ -503,6 +504,28 @@ def queue_set_limits(
             "rate_per": rate_limit.per if rate_limit else None,
             "rate_burst": rate_limit.capacity if rate_limit else None,
             "global_concurrency": global_concurrency,
+            "flow_channel": flow_channel(schema),
+            "channel": channel(schema),
+        },
+    )
+
+
+def kind_limit_set(
+    conn: Connection[Any],
+    schema: str,
+    queue: str,
+    kind: str,
+    rate_limit: RateLimit | None,
+) -> None:
+    """Set (None: lift) the rate limit of ``kind`` within ``queue``."""
+    conn.execute(
+        query("kind_limit_set", schema),
+        {
+            "queue": queue,
+            "kind": kind,
+            "rate_limit": rate_limit.limit if rate_limit else None,
+            "rate_per": rate_limit.per if rate_limit else None,
+            "rate_burst": rate_limit.capacity if rate_limit else None,
             "flow_channel": flow_channel(schema),
             "channel": channel(schema),
         },

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import cast
 
+from wai._kinds import validate_kind
 from wai._seconds import check_seconds
 from wai.errors import ValidationError
 
@@ -14,6 +16,7 @@ __all__ = [
     "FlowState",
     "RateLimit",
     "check_global_concurrency",
+    "check_kind_rate_limits",
     "claim_wait",
     "stored_rate_limit",
 ]
@@ -65,6 +68,21 @@ class RateLimit:
         return f"{self.limit}/{self.per:g}s burst {self.capacity}"
 
 
+def check_kind_rate_limits(limits: object) -> None:
+    """Raise unless ``limits`` maps kind names to :class:`RateLimit` values."""
+    if not isinstance(limits, Mapping):
+        raise ValidationError(
+            f'kind_rate_limits must map kinds to wai.RateLimit, e.g. {{"charge": '
+            f"RateLimit(10)}}, got {limits!r}"
+        )
+    for kind, limit in cast(Mapping[object, object], limits).items():
+        validate_kind(cast(str, kind))  # raises on a non-str too
+        if not isinstance(limit, RateLimit):
+            raise ValidationError(
+                f"the rate limit of kind {kind!r} must be a wai.RateLimit, got {limit!r}"
+            )
+
+
 def check_global_concurrency(value: object) -> int:
     """``value`` if it is a valid global concurrency (1..1,000,000), else raise."""
     return _count(value, "global_concurrency")
@@ -83,6 +101,8 @@ class FlowState:
     tokens: float | None
     running: int | None
     at: datetime | None = None
+    #: Seconds until the first kind whose bucket is empty holds a whole token again.
+    kind_wait: float | None = None
 
 
 # A claim capped by the global concurrency looks again this often when no attempt of this
@@ -95,17 +115,22 @@ def claim_wait(state: FlowState | None, *, wanted: int, claimed: int) -> float |
 
     None: flow control did not cap this claim (the queue had fewer jobs, or the claim
     was full): wait as an unlimited queue would. A rate-limited claim waits until the
-    bucket holds a whole token again; one capped by the global concurrency polls.
+    queue's bucket holds a whole token again, or the first emptied bucket of one of its
+    kinds does; one capped by the global concurrency polls.
     """
     if state is None or claimed >= wanted:
         return None
     rate = state.rate_limit
     if rate is not None and state.tokens is not None and state.tokens < 1:
+        # Nothing of the queue starts before its bucket refills.
         return max(0.001, (1 - state.tokens) / rate.rate)
+    waits: list[float] = []
+    if state.kind_wait is not None:
+        waits.append(max(0.001, state.kind_wait))
     gc = state.global_concurrency
     if gc is not None and state.running is not None and state.running >= gc:
-        return GLOBAL_CONCURRENCY_POLL
-    return None
+        waits.append(GLOBAL_CONCURRENCY_POLL)
+    return min(waits) if waits else None
 
 
 def stored_rate_limit(limit: object, per: object, burst: object) -> RateLimit | None:

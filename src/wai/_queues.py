@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from wai._flow import RateLimit, check_global_concurrency
+from wai._flow import RateLimit, check_global_concurrency, check_kind_rate_limits
 from wai._inserts import validate_queue
 from wai._seconds import MAX_SECONDS, check_seconds
 from wai.errors import ValidationError
@@ -38,8 +38,11 @@ class QueueConfig:
     jobs of the queue start per period, *global_concurrency* how many attempts of it
     run at once across all processes (*concurrency* stays this process's own cap), and
     *retry_holds_key* (default True) whether a job with an ordering key that waits for
-    its retry keeps the later jobs of its key waiting. To lift a limit at run time use
-    :meth:`wai.AsyncClient.set_queue_limits` (or ``wai queues limit``).
+    its retry keeps the later jobs of its key waiting. *kind_rate_limits* maps kinds to
+    a :class:`wai.RateLimit` of their own within the queue (``{"charge":
+    RateLimit(10)}``), on top of the queue's. To lift a limit at run time use
+    :meth:`wai.AsyncClient.set_queue_limits` or
+    :meth:`wai.AsyncClient.set_kind_rate_limit` (or ``wai queues limit``).
     """
 
     concurrency: int = 10
@@ -52,6 +55,7 @@ class QueueConfig:
     dlq_retention: float | None = None
     global_concurrency: int | None = None
     retry_holds_key: bool | None = None
+    kind_rate_limits: Mapping[str, RateLimit] | None = None
 
     def __post_init__(self) -> None:
         if (
@@ -75,6 +79,8 @@ class QueueConfig:
             )
         if self.global_concurrency is not None:
             check_global_concurrency(self.global_concurrency)
+        if self.kind_rate_limits is not None:
+            check_kind_rate_limits(self.kind_rate_limits)
         if self.retry_holds_key is not None and not isinstance(self.retry_holds_key, bool):
             raise ValidationError(
                 f"retry_holds_key must be True, False or None, got {self.retry_holds_key!r}"

@@ -14,7 +14,7 @@ from typing import Any, LiteralString
 from psycopg import AsyncConnection
 
 from wai._db import flow_channel
-from wai._flow import FlowState, stored_rate_limit
+from wai._flow import FlowState, RateLimit, stored_rate_limit
 from wai._job import JobRow, job_rows
 from wai._queues import QueueSettings
 from wai._sql import query
@@ -25,6 +25,7 @@ __all__ = [
     "job_claim_limited",
     "job_heartbeat_finished",
     "job_heartbeat_many",
+    "kind_limits_upsert",
     "queue_flow_settings",
     "queue_settings_upsert",
     "runtime_instance_delete",
@@ -110,15 +111,17 @@ async def job_claim_limited(
         tokens=left[0],
         running=left[1],
         at=left[2],
+        kind_wait=left[3],
     )
     return rows, state
 
 
 async def queue_flow_settings(conn: AsyncConnection[Any], schema: str, queue: str) -> bool:
-    """Whether ``queue`` is under flow control (a rate limit or a global concurrency)."""
+    """Whether ``queue`` is under flow control (a rate limit, its kinds' or its own, or a
+    global concurrency)."""
     cur = await conn.execute(query("queue_flow_settings", schema), {"queue": queue})
     row = await cur.fetchone()
-    return row is not None and (row[0] is not None or row[3] is not None)
+    return row is not None and bool(row[0])
 
 
 async def job_heartbeat_many(
@@ -221,6 +224,23 @@ async def queue_settings_upsert(
             "rate_burst": [s.rate_limit.capacity if s.rate_limit else None for s in settings],
             "global_concurrency": [s.global_concurrency for s in settings],
             "retry_holds_key": [s.retry_holds_key for s in settings],
+            "flow_channel": flow_channel(schema),
+        },
+    )
+
+
+async def kind_limits_upsert(
+    conn: AsyncConnection[Any], schema: str, limits: Sequence[tuple[str, str, RateLimit]]
+) -> None:
+    """Store the rate limits of kinds within queues given in code (queue, kind, limit)."""
+    await conn.execute(
+        query("kind_limits_upsert", schema),
+        {
+            "queue": [q for q, _, _ in limits],
+            "kind": [k for _, k, _ in limits],
+            "rate_limit": [r.limit for _, _, r in limits],
+            "rate_per": [r.per for _, _, r in limits],
+            "rate_burst": [r.capacity for _, _, r in limits],
             "flow_channel": flow_channel(schema),
         },
     )

@@ -264,6 +264,15 @@ class Runtime:
         if settings:
             async with self.client.pool.connection() as conn:
                 await worker_db.queue_settings_upsert(conn, self.client.schema, settings)
+        # Sorted: runtimes that start together lock the same rows in the same order.
+        kind_limits = sorted(
+            (name, kind, limit)
+            for name, config in self.queues.items()
+            for kind, limit in (config.kind_rate_limits or {}).items()
+        )
+        if kind_limits:
+            async with self.client.pool.connection() as conn:
+                await worker_db.kind_limits_upsert(conn, self.client.schema, kind_limits)
 
     async def _store_specs(self) -> None:
         # The (kind, outcome) pairs this process can dispatch, remembered for good: outbox

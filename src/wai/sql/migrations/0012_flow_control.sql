@@ -17,6 +17,21 @@ ALTER TABLE {schema}.queues
     ADD CHECK ((rate_limit IS NULL) = (rate_per IS NULL)
                AND (rate_limit IS NULL) = (rate_burst IS NULL));
 
+-- Rate limits of one kind within a queue, each a bucket like the queue's own. The queue's
+-- claims are serialized by the queue's lock whenever it has one, so each bucket is only
+-- ever spent under that lock.
+CREATE TABLE {schema}.kind_limits (
+    queue        text NOT NULL CHECK (length(queue) BETWEEN 1 AND 200),
+    kind         text NOT NULL CHECK (length(kind) BETWEEN 1 AND 200),
+    rate_limit   integer NOT NULL CHECK (rate_limit BETWEEN 1 AND 1000000),
+    rate_per     float8 NOT NULL CHECK (rate_per > 0 AND rate_per <= 86400),
+    rate_burst   integer NOT NULL CHECK (rate_burst BETWEEN 1 AND 1000000),
+    rate_tokens  float8,
+    rate_at      timestamptz,
+    updated_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (queue, kind)
+);
+
 -- The claim walks two indexes: jobs without an ordering key in claim order (as before),
 -- and jobs with one in insert order, so that a long line of jobs waiting for their key's
 -- turn never stands in the way of the others.

@@ -123,6 +123,43 @@ WITH stored AS (
 SELECT s.name, pg_notify(%(flow_channel)s, s.name), pg_notify(%(channel)s, s.name)
 FROM stored AS s;
 
+-- name: kind_limit_set :one
+-- Set (or, with a NULL limit, lift) the rate limit of one kind within a queue. The queue's
+-- row is created if missing and locked first, so that no claim of the queue is spending
+-- the bucket while it changes. Workers re-read the queue's limits at once.
+WITH locked AS (
+    INSERT INTO {schema}.queues AS q (name) VALUES (%(queue)s)
+    ON CONFLICT (name) DO UPDATE SET updated_at = now()
+    RETURNING q.name
+),
+lifted AS (
+    DELETE FROM {schema}.kind_limits AS k
+    WHERE %(rate_limit)s::int IS NULL AND k.queue = (SELECT name FROM locked)
+      AND k.kind = %(kind)s
+    RETURNING k.queue
+),
+stored AS (
+    INSERT INTO {schema}.kind_limits AS k (queue, kind, rate_limit, rate_per, rate_burst)
+    SELECT l.name, %(kind)s, %(rate_limit)s, %(rate_per)s, %(rate_burst)s
+    FROM locked AS l
+    WHERE %(rate_limit)s::int IS NOT NULL
+    ON CONFLICT (queue, kind) DO UPDATE
+    SET rate_limit = excluded.rate_limit,
+        rate_per = excluded.rate_per,
+        rate_burst = excluded.rate_burst,
+        rate_tokens = CASE WHEN (excluded.rate_limit, excluded.rate_per, excluded.rate_burst)
+                                IS NOT DISTINCT FROM (k.rate_limit, k.rate_per, k.rate_burst)
+                           THEN k.rate_tokens END,
+        rate_at = CASE WHEN (excluded.rate_limit, excluded.rate_per, excluded.rate_burst)
+                            IS NOT DISTINCT FROM (k.rate_limit, k.rate_per, k.rate_burst)
+                       THEN k.rate_at END,
+        updated_at = now()
+    RETURNING k.queue
+)
+SELECT l.name, pg_notify(%(flow_channel)s, l.name), pg_notify(%(channel)s, l.name)
+FROM locked AS l
+WHERE (SELECT count(*) FROM lifted) >= 0 AND (SELECT count(*) FROM stored) >= 0;
+
 -- name: queue_resume :one
 -- Let workers claim from a queue again and wake them at once.
 WITH resumed AS (
@@ -218,6 +255,19 @@ held AS (
             AND o.state IN ('scheduled', 'available', 'running', 'retryable', 'waiting_external'))
     GROUP BY j.queue
 ),
+kinds AS (
+    SELECT k.queue AS name,
+           jsonb_object_agg(k.kind, jsonb_build_object(
+               'limit', k.rate_limit, 'per', k.rate_per, 'burst', k.rate_burst,
+               'tokens', least(k.rate_burst::float8,
+                               coalesce(k.rate_tokens, k.rate_burst::float8)
+                               + k.rate_limit / k.rate_per
+                                 * greatest(0, extract(epoch FROM now()
+                                                             - coalesce(k.rate_at, now())))))
+           ) AS kind_limits
+    FROM {schema}.kind_limits AS k
+    GROUP BY k.queue
+),
 names AS (
     SELECT name FROM per_queue UNION SELECT name FROM {schema}.queues
 )
@@ -236,12 +286,14 @@ SELECT n.name,
        q.global_concurrency,
        coalesce(q.retry_holds_key, true) AS retry_holds_key,
        coalesce(t.keys_running, 0)::int AS keys_running,
-       coalesce(h.waiting_turn, 0)::int AS waiting_turn
+       coalesce(h.waiting_turn, 0)::int AS waiting_turn,
+       coalesce(kl.kind_limits, '{}'::jsonb) AS kind_limits
 FROM names AS n
 LEFT JOIN per_queue AS p ON p.name = n.name
 LEFT JOIN {schema}.queues AS q ON q.name = n.name
 LEFT JOIN turns AS t ON t.name = n.name
-LEFT JOIN held AS h ON h.name = n.name;
+LEFT JOIN held AS h ON h.name = n.name
+LEFT JOIN kinds AS kl ON kl.name = n.name;
 
 -- name: jobs_size_estimate :one
 -- How many rows the jobs table holds by the planner's reckoning: its density at the last

@@ -276,14 +276,17 @@ LIMIT %(limit)s;
 -- does a queue under flow control when %(limited)s is false: such a queue is claimed only
 -- under the lock of queue_flow_lock, taken earlier in the same transaction, so that this
 -- statement's snapshot sees every claim before it; its rate limit and global concurrency
--- then cap the batch, and the tokens it takes leave the bucket.
+-- then cap the batch, and the tokens it takes leave the bucket; a kind with a rate limit of
+-- its own in the queue (kind_limits) takes at most its bucket's whole tokens.
 -- The update finds the picked rows through `id = ANY (ARRAY(...))`, which only a
 -- primary-key probe per row satisfies, so that a generic plan of the prepared statement
 -- never joins the picked ids to a scan of the table. RETURNING lists wai.job.ROW_COLUMNS,
 -- in their order (JobRow.from_row).
 WITH flow AS MATERIALIZED (
     SELECT q.paused,
-           q.rate_limit IS NOT NULL OR q.global_concurrency IS NOT NULL AS limited,
+           q.rate_limit IS NOT NULL OR q.global_concurrency IS NOT NULL
+               OR EXISTS (SELECT 1 FROM {schema}.kind_limits AS k WHERE k.queue = q.name)
+               AS limited,
            q.rate_limit,
            -- The bucket now: what it held at rate_at plus the refill since, at most the burst.
            -- Counted from the statement's start, which comes after the lock: claims serialized
@@ -298,23 +301,40 @@ WITH flow AS MATERIALIZED (
     FROM {schema}.queues AS q
     WHERE q.name = %(queue)s
 ),
+kinds AS MATERIALIZED (
+    -- The buckets of the queue's rate-limited kinds (read under the lock: %(limited)s).
+    SELECT k.kind,
+           least(k.rate_burst::float8, coalesce(k.rate_tokens, k.rate_burst::float8)
+                 + k.rate_limit / k.rate_per
+                   * greatest(0, extract(epoch FROM statement_timestamp()
+                                               - coalesce(k.rate_at, statement_timestamp()))))
+               AS tokens
+    FROM {schema}.kind_limits AS k
+    WHERE %(limited)s AND k.queue = %(queue)s
+),
+spent_kinds AS MATERIALIZED (
+    -- Kinds without a whole token: both walks pass over their jobs rather than stop at them.
+    SELECT coalesce(array_agg(k.kind), '{}') AS kinds FROM kinds AS k WHERE k.tokens < 1
+),
 blocked AS MATERIALIZED (
     SELECT coalesce((SELECT f.paused OR (f.limited AND NOT %(limited)s) FROM flow AS f), false)
         AS blocked
 ),
 plain AS (
-    SELECT id, priority, run_at FROM {schema}.jobs
+    SELECT id, kind, priority, run_at FROM {schema}.jobs
     WHERE state = 'available' AND queue = %(queue)s AND ordering_key IS NULL
       AND NOT (SELECT b.blocked FROM blocked AS b)
+      AND kind <> ALL ((SELECT s.kinds FROM spent_kinds AS s)::text[])
     -- The order of jobs_claim_idx: an index walk that stops at the LIMIT.
     ORDER BY priority, run_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ),
 heads AS (
-    SELECT id, priority, run_at, ordering_key FROM {schema}.jobs AS j
+    SELECT id, kind, priority, run_at, ordering_key FROM {schema}.jobs AS j
     WHERE state = 'available' AND queue = %(queue)s AND ordering_key IS NOT NULL
       AND NOT (SELECT b.blocked FROM blocked AS b)
+      AND kind <> ALL ((SELECT s.kinds FROM spent_kinds AS s)::text[])
       AND NOT EXISTS (
           SELECT 1 FROM {schema}.jobs AS o
           WHERE o.queue = j.queue AND o.ordering_key = j.ordering_key AND o.id < j.id
@@ -341,12 +361,21 @@ cap AS MATERIALIZED (
         END)) AS n
     FROM (SELECT 1) AS one LEFT JOIN flow AS f ON true
 ),
-chosen AS MATERIALIZED (
-    SELECT c.id, c.ordering_key FROM (
-        SELECT id, priority, run_at, NULL::text AS ordering_key FROM plain
+candidates AS (
+    SELECT c.*,
+           -- A rate-limited kind takes as many jobs as its bucket holds whole tokens.
+           row_number() OVER (PARTITION BY c.kind ORDER BY c.priority, c.run_at, c.id)
+               AS kind_rank
+    FROM (
+        SELECT id, kind, priority, run_at, NULL::text AS ordering_key FROM plain
         UNION ALL
-        SELECT id, priority, run_at, ordering_key FROM heads
+        SELECT id, kind, priority, run_at, ordering_key FROM heads
     ) AS c
+),
+chosen AS MATERIALIZED (
+    SELECT c.id, c.ordering_key FROM candidates AS c
+    LEFT JOIN kinds AS k ON k.kind = c.kind
+    WHERE k.kind IS NULL OR c.kind_rank <= floor(k.tokens)
     ORDER BY c.priority, c.run_at, c.id
     LIMIT (SELECT n FROM cap)
 ),
@@ -389,6 +418,15 @@ spent AS (
         rate_at = greatest(statement_timestamp(), coalesce(q.rate_at, statement_timestamp()))
     FROM flow AS f
     WHERE %(limited)s AND q.name = %(queue)s AND q.rate_limit IS NOT NULL
+),
+spent_by_kind AS (
+    UPDATE {schema}.kind_limits AS k
+    SET rate_tokens = b.tokens - n.claimed,
+        rate_at = greatest(statement_timestamp(), coalesce(k.rate_at, statement_timestamp()))
+    FROM kinds AS b
+    JOIN (SELECT c.kind, count(*) AS claimed FROM claimed AS c GROUP BY c.kind) AS n
+        ON n.kind = b.kind
+    WHERE k.queue = %(queue)s AND k.kind = b.kind
 )
 SELECT * FROM claimed;
 
@@ -399,12 +437,15 @@ SELECT * FROM claimed;
 -- is no longer under flow control.
 SELECT q.rate_limit, q.rate_per, q.rate_burst, q.global_concurrency
 FROM {schema}.queues AS q
-WHERE q.name = %(queue)s AND (q.rate_limit IS NOT NULL OR q.global_concurrency IS NOT NULL)
+WHERE q.name = %(queue)s
+  AND (q.rate_limit IS NOT NULL OR q.global_concurrency IS NOT NULL
+       OR EXISTS (SELECT 1 FROM {schema}.kind_limits AS k WHERE k.queue = q.name))
 FOR NO KEY UPDATE;
 
 -- name: queue_flow_after :one
 -- A limited queue as its claim left it (same transaction, so the claim's own writes show):
--- the bucket's tokens and the attempts running, each only when that limit is set.
+-- the bucket's tokens and the attempts running, each only when that limit is set, and how
+-- long until a kind whose bucket the claim emptied may be claimed again.
 SELECT
     CASE WHEN q.rate_limit IS NOT NULL THEN q.rate_tokens END,
     CASE WHEN q.global_concurrency IS NOT NULL THEN (
@@ -413,14 +454,19 @@ SELECT
           AND (r.state = 'running'
                OR (r.state = 'waiting_external' AND r.heartbeat_at IS NOT NULL)))
     END,
-    statement_timestamp()
+    statement_timestamp(),
+    -- Seconds until the first of its spent kinds' buckets holds a whole token again.
+    (SELECT min((1 - coalesce(k.rate_tokens, k.rate_burst::float8)) * k.rate_per / k.rate_limit)
+     FROM {schema}.kind_limits AS k
+     WHERE k.queue = q.name AND coalesce(k.rate_tokens, k.rate_burst::float8) < 1)
 FROM {schema}.queues AS q
 WHERE q.name = %(queue)s;
 
 -- name: queue_flow_settings :one
--- A queue's flow control as stored (no row: never configured).
-SELECT q.rate_limit, q.rate_per, q.rate_burst, q.global_concurrency,
-       coalesce(q.retry_holds_key, true)
+-- Whether a queue is under flow control: a rate limit, a global concurrency or a rate limit
+-- of one of its kinds (no row: never configured).
+SELECT q.rate_limit IS NOT NULL OR q.global_concurrency IS NOT NULL
+       OR EXISTS (SELECT 1 FROM {schema}.kind_limits AS k WHERE k.queue = q.name)
 FROM {schema}.queues AS q
 WHERE q.name = %(queue)s;
 

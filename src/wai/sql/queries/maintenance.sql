@@ -82,6 +82,43 @@ WITH stored AS (
 )
 SELECT pg_notify(%(flow_channel)s, s.name) FROM stored AS s WHERE s.limited;
 
+-- name: kind_limits_upsert :exec
+-- Record the rate limits of kinds within queues given in code (QueueConfig.kind_rate_limits).
+-- The queue's row is created if missing (its claims take its lock from now on); a limit
+-- that changes starts with a full bucket. Workers re-read the queue's limits (a note on
+-- the flow channel per queue).
+WITH given AS (
+    SELECT * FROM unnest(%(queue)s::text[], %(kind)s::text[], %(rate_limit)s::int[],
+                         %(rate_per)s::float8[], %(rate_burst)s::int[])
+        AS g(queue, kind, rate_limit, rate_per, rate_burst)
+),
+queues AS (
+    INSERT INTO {schema}.queues AS q (name)
+    SELECT DISTINCT g.queue FROM given AS g
+    ON CONFLICT (name) DO UPDATE SET updated_at = now()
+    RETURNING q.name
+),
+stored AS (
+    INSERT INTO {schema}.kind_limits AS k (queue, kind, rate_limit, rate_per, rate_burst)
+    SELECT g.queue, g.kind, g.rate_limit, g.rate_per, g.rate_burst
+    FROM given AS g
+    -- after the queues rows (a reference orders the two writes)
+    WHERE (SELECT count(*) FROM queues) >= 0
+    ON CONFLICT (queue, kind) DO UPDATE
+    SET rate_limit = excluded.rate_limit,
+        rate_per = excluded.rate_per,
+        rate_burst = excluded.rate_burst,
+        rate_tokens = CASE WHEN (excluded.rate_limit, excluded.rate_per, excluded.rate_burst)
+                                IS NOT DISTINCT FROM (k.rate_limit, k.rate_per, k.rate_burst)
+                           THEN k.rate_tokens END,
+        rate_at = CASE WHEN (excluded.rate_limit, excluded.rate_per, excluded.rate_burst)
+                            IS NOT DISTINCT FROM (k.rate_limit, k.rate_per, k.rate_burst)
+                       THEN k.rate_at END,
+        updated_at = now()
+    RETURNING k.queue
+)
+SELECT pg_notify(%(flow_channel)s, s.queue) FROM (SELECT DISTINCT queue FROM stored) AS s;
+
 -- name: job_delete_finalized :many
 -- Delete up to %(limit)s terminal jobs finalized longer ago than the retention of their
 -- state: the queue's override in the queues table, else the default in seconds. The scan
