@@ -60,6 +60,7 @@ __all__ = [
     "migrate_apply",
     "queue_depth_history",
     "queue_drain",
+    "queue_flow_figures",
     "queue_live_counts",
     "queue_pause",
     "queue_resume",
@@ -558,6 +559,18 @@ async def queue_live_counts(conn: AsyncConnection[Any], schema: str) -> list[dic
     """
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(query("queue_live_counts", schema))
+        return await cur.fetchall()
+
+
+async def queue_flow_figures(conn: AsyncConnection[Any], schema: str) -> list[dict[str, Any]]:
+    """Per queue with a limit or ordering keys at work: its flow control gauges.
+
+    Records with ``name``, ``rate_tokens`` (None without a rate limit),
+    ``global_concurrency`` (None without one), ``keys_running`` and ``waiting_turn``,
+    by name; reads no job without an ordering key.
+    """
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(query("queue_flow_figures", schema))
         return await cur.fetchall()
 
 

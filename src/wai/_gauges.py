@@ -2,10 +2,12 @@
 from a client's connection pool, as sources of :data:`wai._metrics.METRICS`.
 
 The database's figures are read every ``interval`` seconds by one task per process and
-kept in memory, so a scrape never waits on a query. They cost three small statements a
+kept in memory, so a scrape never waits on a query. They cost four small statements a
 pass: the latest depth sample the maintenance leader recorded (no count over the jobs
-table, so the same over a million finished jobs as over none), the outbox's two counts
-and the dead letters per queue. No pass runs while no exporter reads the metrics.
+table, so the same over a million finished jobs as over none), the outbox's two counts,
+the dead letters per queue, and the flow control of the queues that have it (their
+limits, the ordering keys at work, and the available jobs that carry an ordering key:
+never the jobs without one). No pass runs while no exporter reads the metrics.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
+from wai import _db_async as db
 from wai._logging import emit
 from wai._metrics import METRICS, GaugeSample, Metrics
 from wai._supervise import repeat
@@ -46,6 +49,8 @@ class DatabaseGauges:
         self._source = source
         self._samples: list[GaugeSample] = []
         self._failing = False
+        #: Queues that reported ordering keys at work: they report 0 once none is left.
+        self._keyed: set[str] = set()
         #: Unix time of the last pass that read everything (None before the first).
         self.sampled_at: float | None = None
 
@@ -63,6 +68,8 @@ class DatabaseGauges:
             depths = await client.queue_depth_history(minutes=DEPTH_WINDOW)
             outbox = await client.outbox_stats()
             dead = await client.dlq_depths()
+            async with client.pool.connection() as conn:  # opened by the calls above
+                flows = await db.queue_flow_figures(conn, client.schema)
         except psycopg.Error as exc:
             if not self._failing:
                 emit(logger, logging.WARNING, "wai: metrics: reading the database failed: %s", exc)
@@ -92,8 +99,40 @@ class DatabaseGauges:
             GaugeSample("wai.dlq.depth", (queue,), float(count))
             for queue, count in sorted(dead.items())
         )
+        samples.extend(self._flow_samples(flows))
         self._samples = samples
         self.sampled_at = time.time()
+
+    def _flow_samples(self, flows: list[dict[str, Any]]) -> list[GaugeSample]:
+        """The flow control gauges of :func:`wai._db_async.queue_flow_figures`' records."""
+        samples: list[GaugeSample] = []
+        reported: set[str] = set()
+        for f in flows:
+            queue: str = f["name"]
+            if f["rate_tokens"] is not None:
+                samples.append(
+                    GaugeSample("wai.queue.rate_tokens", (queue,), float(f["rate_tokens"]))
+                )
+            if f["global_concurrency"] is not None:
+                samples.append(
+                    GaugeSample(
+                        "wai.queue.global_concurrency", (queue,), float(f["global_concurrency"])
+                    )
+                )
+            samples.append(
+                GaugeSample("wai.queue.keys_running", (queue,), float(f["keys_running"]))
+            )
+            samples.append(
+                GaugeSample("wai.queue.waiting_turn", (queue,), float(f["waiting_turn"]))
+            )
+            reported.add(queue)
+        # A queue whose keyed jobs are all done leaves the query's answer: say 0 rather
+        # than let its last value stand.
+        for queue in sorted(self._keyed - reported):
+            samples.append(GaugeSample("wai.queue.keys_running", (queue,), 0.0))
+            samples.append(GaugeSample("wai.queue.waiting_turn", (queue,), 0.0))
+        self._keyed |= reported
+        return samples
 
     async def _pass(self) -> None:
         if otel_metrics is not None:

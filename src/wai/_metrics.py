@@ -154,6 +154,26 @@ SPECS: tuple[MetricSpec, ...] = (
         "latest sample: the queue's lag.",
     ),
     MetricSpec(
+        "wai.queue.rate_tokens", "gauge", "{token}", ("queue",),
+        "Tokens in the bucket of a rate-limited queue now (a claim takes one per job; it "
+        "refills at the limit's rate up to its burst): near 0, the rate limit holds the queue "
+        "back. Only queues with a rate limit.",
+    ),
+    MetricSpec(
+        "wai.queue.global_concurrency", "gauge", "{attempt}", ("queue",),
+        "The most attempts of the queue that run at once across every process (compare "
+        "wai.queue.depth with state running). Only queues with a global concurrency.",
+    ),
+    MetricSpec(
+        "wai.queue.keys_running", "gauge", "{key}", ("queue",),
+        "Ordering keys of the queue with an attempt running (one at a time per key).",
+    ),
+    MetricSpec(
+        "wai.queue.waiting_turn", "gauge", "{job}", ("queue",),
+        "Available jobs of the queue waiting for an earlier job of their ordering key to "
+        "finish.",
+    ),
+    MetricSpec(
         "wai.outbox.pending", "gauge", "{row}", (),
         "Follow-up outbox rows waiting to be dispatched.",
     ),
@@ -186,7 +206,7 @@ SPECS: tuple[MetricSpec, ...] = (
     MetricSpec(
         "wai.metrics.sampled_at", "gauge", "s", (),
         "Unix time of the last successful read of the database's figures (depth, outbox, "
-        "dead letters): a stale value means those gauges are stale.",
+        "dead letters, flow control): a stale value means those gauges are stale.",
     ),
 )  # fmt: skip
 

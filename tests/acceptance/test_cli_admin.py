@@ -243,11 +243,93 @@ def test_queues_pause_resume_drain(
 def test_queues_reject_a_hostile_name(
     database_url: str, sclient: wai.Client, jobs: list[wai.JobRow]
 ) -> None:
-    for action in ("pause", "resume", "drain"):
-        err = wai_fails(database_url, "queues", action, HOSTILE, status=2)
+    for action in ("pause", "resume", "drain", "limit"):
+        extra = ("--rate", "5") if action == "limit" else ()
+        err = wai_fails(database_url, "queues", action, HOSTILE, *extra, status=2)
         assert "invalid queue name" in err
     assert [sclient.get_job(j.id) for j in jobs] == jobs
     assert not any(q.paused for q in sclient.queue_stats())
+
+
+def test_queues_limit_sets_keeps_and_lifts_each_limit(
+    database_url: str, sclient: wai.Client, jobs: list[wai.JobRow]
+) -> None:
+    def mail() -> wai.QueueStats:
+        return next(q for q in sclient.queue_stats() if q.name == "mail")
+
+    out = wai_ok(
+        database_url, "queues", "limit", "mail",
+        "--rate", "50", "--per", "2", "--burst", "10", "--global-concurrency", "5",
+    )  # fmt: skip
+    assert out == "queue 'mail' limits: rate 50/2s burst 10, global concurrency 5\n"
+    assert (mail().rate_limit, mail().global_concurrency) == (wai.RateLimit(50, per=2, burst=10), 5)
+
+    # the limit no option names is kept as it is (the rate limit set again unchanged)
+    out = wai_ok(database_url, "queues", "limit", "mail", "--global-concurrency", "3")
+    assert out == "queue 'mail' limits: rate 50/2s burst 10, global concurrency 3\n"
+    assert (mail().rate_limit, mail().global_concurrency) == (wai.RateLimit(50, per=2, burst=10), 3)
+    out = wai_ok(database_url, "queues", "limit", "mail", "--no-rate")
+    assert out == "queue 'mail' limits: no rate limit, global concurrency 3\n"
+    assert (mail().rate_limit, mail().global_concurrency) == (None, 3)
+
+    # --per and --burst default as wai.RateLimit's do; --json gives the limits as stored
+    assert wai_json(database_url, "queues", "limit", "mail", "--rate", "30") == {
+        "queue": "mail",
+        "rate_limit": {"limit": 30, "per": 1.0, "burst": 3},
+        "global_concurrency": 3,
+    }
+
+    # both shown by `queues list`: a table of the queues with flow control, and the JSON
+    header, line = wai_ok(database_url, "queues", "list").split("\n\n")[1].splitlines()
+    assert header.split() == ["QUEUE", "RATE", "LIMIT", "TOKENS", "RUNNING", "GLOBAL", "LIMIT",
+                              "KEYS", "RUNNING", "WAITING", "TURN"]  # fmt: skip
+    assert line.split() == ["mail", "30/1s", "burst", "3", "3.0", "0", "3", "0", "0"]
+    [listed] = [q for q in wai_json(database_url, "queues", "list") if q["name"] == "mail"]
+    assert listed["rate_limit"] == {"limit": 30, "per": 1.0, "burst": 3}
+    assert (listed["rate_tokens"], listed["global_concurrency"]) == (3.0, 3)
+    assert (listed["keys_running"], listed["waiting_turn"]) == (0, 0)
+
+    out = wai_ok(database_url, "queues", "limit", "mail", "--no-rate", "--no-global-concurrency")
+    assert out == "queue 'mail' limits: no rate limit, no global concurrency\n"
+    assert (mail().rate_limit, mail().global_concurrency) == (None, None)
+    assert "RATE LIMIT" not in wai_ok(database_url, "queues", "list")  # no flow control left
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--rate", "0"), "argument --rate: must be 1..1000000, got '0'"),
+        (("--rate", "abc"), "argument --rate: not an integer: 'abc'"),
+        (("--rate", "2.5"), "argument --rate: not an integer: '2.5'"),
+        (("--rate", "1000001"), "argument --rate: must be 1..1000000"),
+        (("--rate", "5", "--per", "-1"), "argument --per: must be 0.001..86400, got '-1'"),
+        (("--rate", "5", "--per", "0"), "argument --per: must be 0.001..86400, got '0'"),
+        (("--rate", "5", "--per", "nan"), "argument --per: must be 0.001..86400, got 'nan'"),
+        (("--rate", "5", "--per", "1e9"), "argument --per: must be 0.001..86400"),
+        (("--rate", "5", "--per", "soon"), "argument --per: not a number of seconds: 'soon'"),
+        (("--rate", "5", "--burst", "0"), "argument --burst: must be 1..1000000, got '0'"),
+        (("--global-concurrency", "-2"), "argument --global-concurrency: must be 1..1000000"),
+        (("--global-concurrency", "x"), "argument --global-concurrency: not an integer: 'x'"),
+        (("--rate", "5", "--no-rate"), "argument --no-rate: not allowed with argument --rate"),
+        (
+            ("--global-concurrency", "2", "--no-global-concurrency"),
+            "argument --no-global-concurrency: not allowed with argument --global-concurrency",
+        ),
+        (("--per", "2"), "error: --per goes with --rate N (the rate limit is set whole)"),
+        (("--burst", "2", "--no-rate"), "error: --burst goes with --rate N"),
+        ((), "error: nothing to change: give --rate N [--per SECONDS] [--burst N], --no-rate,"),
+    ],
+)
+def test_queues_limit_refuses_bad_input_and_changes_nothing(
+    database_url: str, sclient: wai.Client, args: tuple[str, ...], message: str
+) -> None:
+    sclient.set_queue_limits("mail", rate_limit=wai.RateLimit(9, burst=2), global_concurrency=4)
+    result = run_wai("--database-url", database_url, "queues", "limit", "mail", *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    [mail] = sclient.queue_stats()
+    assert (mail.rate_limit, mail.global_concurrency) == (wai.RateLimit(9, burst=2), 4)
 
 
 def test_operator_commands_on_an_unmigrated_database(empty_database_url: str) -> None:

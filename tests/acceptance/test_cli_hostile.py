@@ -29,6 +29,10 @@ CASES = [
     ("jobs", "retry", "0"),
     ("queues", "pause", BAD_BYTE),
     ("queues", "drain", f"mail{BAD_BYTE}"),
+    ("queues", "limit", f"mail{BAD_BYTE}", "--rate", "5"),
+    ("queues", "limit", "mail", "--rate", "99999999999999999999999"),
+    ("queues", "limit", "mail", "--rate", "5", "--per", "1e999"),
+    ("queues", "limit", "mail", "--global-concurrency", BAD_BYTE),
     ("outbox", "retry", "99999999999999999999999"),
     ("dlq", "show", "-5"),
 ]
@@ -48,3 +52,4 @@ def test_hostile_arguments_get_one_clean_error_and_change_nothing(
     assert re.search(r"^wai( [a-z]+)*: error: ", result.stderr, re.MULTILINE), result.stderr
     assert sclient.get_job(job.id) == job
     assert not any(q.paused for q in sclient.queue_stats())
+    assert not any(q.rate_limit or q.global_concurrency for q in sclient.queue_stats())

@@ -1,6 +1,7 @@
 """The database the browser tests look at: jobs in every state, dead letters, a schedule,
-outbox rows, a follow-up chain three levels deep, runtime instances with drift, and
-hostile text (markup meant to run) in args, errors, tags, kinds, queues and names.
+outbox rows, a follow-up chain three levels deep, runtime instances with drift, queues
+with flow control, and hostile text (markup meant to run) in args, errors, tags, kinds,
+queues and names.
 
 Rows are forced into their states with plain SQL, as a worker or maintenance would leave
 them (the helpers of tests/integration), so no worker runs during the tests. Kinds, times
@@ -195,6 +196,7 @@ async def seed(url: str, *, hostile: bool = True) -> World:
         await _instances(client)
         await _history(client)
         await _callbacks(client, world, hostile)
+        await _flow(client)
         await _dress(client)
     return world
 
@@ -240,6 +242,35 @@ async def _callbacks(client: wai.AsyncClient, world: World, hostile: bool) -> No
         (timed_out.id,),
     )
     world.overdue, world.timed_out = overdue.id, timed_out.id
+
+
+async def _flow(client: wai.AsyncClient) -> None:
+    """Flow control: limits on reports; on images, three jobs of one ordering key, the
+    first running (its key's turn taken, as a claim leaves it), two waiting their turn."""
+    await client.set_queue_limits(
+        "reports", rate_limit=wai.RateLimit(50, per=1.0, burst=10), global_concurrency=5
+    )
+    ids = [
+        row[0]
+        for row in await fetch(
+            client,
+            "SELECT id FROM wai.jobs WHERE queue = 'images' AND state = 'available'"
+            " ORDER BY id LIMIT 3",
+        )
+    ]
+    await _sql(client, "UPDATE wai.jobs SET ordering_key = 'album-7' WHERE id = ANY(%s)", (ids,))
+    await _sql(
+        client,
+        "UPDATE wai.jobs SET state = 'running', attempt = 1, run_lease = 1,"
+        " attempted_at = now(), heartbeat_at = now(), deadline_at = now() + interval '1 hour'"
+        " WHERE id = %s",
+        (ids[0],),
+    )
+    await _sql(
+        client,
+        "INSERT INTO wai.key_turns (queue, ordering_key, job_id) VALUES ('images', 'album-7', %s)",
+        (ids[0],),
+    )
 
 
 async def _hostile_job(client: wai.AsyncClient) -> int:

@@ -48,6 +48,20 @@ def test_every_page_loads_clean_with_its_rows(ui: Ui, template: str, expected: l
     assert current.count() == 1
 
 
+def test_the_queues_page_shows_flow_control(ui: Ui) -> None:
+    ui.goto("#/queues")
+
+    def flow(queue: str, part: str) -> str:
+        row = ui.page.locator(f"#main tr:has(a:text-is('{queue}'))")
+        return row.locator(f"[data-flow={part}]").inner_text()
+
+    assert flow("reports", "rate") == "rate 50 / s · 10.0 of 10 tokens"  # a full bucket
+    assert flow("reports", "concurrency") == "2 of 5 running"
+    assert flow("images", "keys") == "1 key running · 2 waiting their turn"
+    email = ui.page.locator("#main tr:has(a:text-is('email'))")
+    assert email.locator("[data-flow]").count() == 0  # no flow control: a dash
+
+
 def test_the_dashboard_draws_its_charts_and_refreshes(ui: Ui) -> None:
     ui.goto("#/")
     assert ui.page.locator("svg.chart").count() == 6

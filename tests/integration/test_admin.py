@@ -71,6 +71,24 @@ async def make(client: wai.AsyncClient, state: str, *, queue: str = "q") -> wai.
     return await client.get_job(row.id)
 
 
+async def keyed(client: wai.AsyncClient, *, queue: str = "q") -> list[wai.JobRow]:
+    """Four jobs with ordering keys as a claim leaves them: the first of ``account-7``
+    running (its key's turn taken), two more of that key waiting their turn, and one of
+    ``account-8`` free to start. Keys running 1, waiting turn 2."""
+    rows = [
+        await client.insert(Work(n=n), queue=queue, ordering_key=key)
+        for n, key in enumerate(("account-7", "account-7", "account-7", "account-8"))
+    ]
+    await fetch(client, "UPDATE wai.jobs SET " + _FORCE["running"] + " WHERE id = %s",
+                (rows[0].id,))  # fmt: skip
+    await fetch(
+        client,
+        "INSERT INTO wai.key_turns (queue, ordering_key, job_id) VALUES (%s, 'account-7', %s)",
+        (queue, rows[0].id),
+    )
+    return rows
+
+
 async def listening(client: wai.AsyncClient, channel: str) -> psycopg.AsyncConnection[Any]:
     """A connection of its own that LISTENs on ``channel`` (close it when done)."""
     conn = await psycopg.AsyncConnection.connect(client.database_url, autocommit=True)

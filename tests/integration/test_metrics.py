@@ -25,6 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import wai
 from tests.integration._helpers import fetch, serving, wait_for, wait_job
+from tests.integration.test_admin import keyed
 from wai import _prometheus
 from wai._gauges import DatabaseGauges
 from wai._metrics import METRICS, SPECS, Labels, prometheus_name
@@ -331,3 +332,44 @@ async def test_an_attempt_refunded_at_shutdown_counts_as_no_outcome(
         "wai.jobs.inserted": {("m-stop", "order"): 1, ("m-stop", "receipt"): 1},
         "wai.jobs.snoozed": {("m-stop", "receipt"): 1},  # the handler's, not the stop's
     }
+
+
+async def test_flow_control_gauges_per_queue(aclient: wai.AsyncClient) -> None:
+    await aclient.set_queue_limits(
+        "m-limited", rate_limit=wai.RateLimit(50, per=1.0, burst=10), global_concurrency=5
+    )
+    await aclient.set_queue_limits("m-rated", rate_limit=wai.RateLimit(3, per=60.0))
+    await keyed(aclient, queue="m-keyed")
+    gauges = DatabaseGauges(aclient, interval=60)
+    await gauges.refresh()
+    ours = {(s.name, s.labels): s.value for s in gauges.samples() if s.name.startswith("wai.queue")}
+    assert 9.9 <= ours.pop(("wai.queue.rate_tokens", ("m-limited",))) <= 10  # starts full
+    assert ours.pop(("wai.queue.rate_tokens", ("m-rated",))) == pytest.approx(1, abs=0.01)
+    assert ours == {
+        ("wai.queue.global_concurrency", ("m-limited",)): 5,
+        ("wai.queue.keys_running", ("m-limited",)): 0,
+        ("wai.queue.waiting_turn", ("m-limited",)): 0,
+        ("wai.queue.keys_running", ("m-rated",)): 0,
+        ("wai.queue.waiting_turn", ("m-rated",)): 0,
+        ("wai.queue.keys_running", ("m-keyed",)): 1,
+        ("wai.queue.waiting_turn", ("m-keyed",)): 2,
+    }  # no depth: no leader sampled any
+
+    # the keyed jobs done, the queue says 0 rather than leave its last values standing
+    await fetch(aclient, "DELETE FROM wai.jobs WHERE queue = 'm-keyed'")
+    await aclient.set_queue_limits("m-rated")  # lifted: no token gauge any more
+    await gauges.refresh()
+    ours = {(s.name, s.labels): s.value for s in gauges.samples() if s.name.startswith("wai.queue")}
+    assert ("wai.queue.rate_tokens", ("m-rated",)) not in ours
+    assert ours[("wai.queue.keys_running", ("m-keyed",))] == 0
+    assert ours[("wai.queue.waiting_turn", ("m-keyed",))] == 0
+
+    # both exporters name them as the documentation does
+    remove = METRICS.add_source(gauges.samples)
+    try:
+        exported = prometheus_samples()
+    finally:
+        remove()
+    assert exported["wai_queue_global_concurrency"][(("queue", "m-limited"),)] == 5
+    assert exported["wai_queue_keys_running"][(("queue", "m-keyed"),)] == 0
+    assert 9.9 <= exported["wai_queue_rate_tokens"][(("queue", "m-limited"),)] <= 10

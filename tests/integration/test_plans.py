@@ -217,3 +217,14 @@ def test_a_job_list_by_time_reads_an_id_range_found_on_the_primary_key(
     ]
     assert bounded, plan
     assert re.search(rf"(Bitmap Index Scan on|using) {index}\b", bounded[0]), plan
+
+
+def test_the_flow_gauges_read_no_job_without_an_ordering_key(analyzed: wai.Client) -> None:
+    # the metrics read these every pass: their cost must not grow with the plain jobs
+    with analyzed._connection() as conn:
+        cur = conn.execute(f"EXPLAIN {query('queue_flow_figures', analyzed.schema)}")
+        plan = "\n".join(row[0] for row in cur.fetchall())
+    assert "Seq Scan on jobs" not in plan, plan
+    indexes = set(re.findall(r" using (\w+) on jobs\b", plan))
+    assert indexes, plan
+    assert indexes <= {"jobs_claim_keyed_idx", "jobs_ordering_idx"}, plan

@@ -11,6 +11,7 @@ with every model object closed, so an undocumented field fails too.
 from __future__ import annotations
 
 import copy
+import json
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from starlette.routing import Mount
 import wai
 from tests.factories import HOSTILE
 from tests.integration._helpers import Work, fetch
-from tests.integration.test_admin import STATES, make
+from tests.integration.test_admin import STATES, keyed, make
 from tests.integration.test_callbacks import expire, parked
 from tests.integration.test_dlq import dead
 from wai.maintenance import DepthSampler, Rescuer
@@ -154,6 +155,12 @@ def mutations(w: World) -> list[tuple[str, str, str, Any]]:
         ("pauseQueue", "POST", "/queues/q/pause", None),
         ("resumeQueue", "POST", "/queues/fresh/resume", None),
         ("drainQueue", "POST", "/queues/q/drain", None),
+        (
+            "setQueueLimits",
+            "PUT",
+            "/queues/q/limits",
+            {"rate_limit": {"limit": 50, "per": 1.0, "burst": 10}, "global_concurrency": 5},
+        ),
         ("retryDlqEntry", "POST", f"/dlq/{w.dead.id}/retry", {"priority": 1}),
         ("bulkRetryDlq", "POST", "/dlq/retry", {"all": True}),
         ("purgeDlqEntry", "DELETE", f"/dlq/{w.dead.id}", None),
@@ -526,6 +533,113 @@ async def test_queues_stats_pause_resume_drain(
     assert conforms(drained, "POST", "/queues/{name}/drain") == {"queue": "q", "cancelled": 2}
     [q] = conforms(await api.get(f"{API}/queues"), "GET", "/queues")["items"]
     assert (q["counts"]["cancelled"], q["counts"]["running"]) == (2, 1)
+
+
+async def test_queue_limits_set_shown_kept_and_lifted(
+    aclient: wai.AsyncClient, api: httpx.AsyncClient
+) -> None:
+    await make(aclient, "running")
+    path = "/queues/{name}/limits"
+    body = {"rate_limit": {"limit": 50, "per": 2.5, "burst": 10}, "global_concurrency": 5}
+    answer = conforms(await api.put(f"{API}/queues/q/limits", json=body, headers=AUTH), "PUT", path)
+    assert answer == {"queue": "q", **body}
+    [q] = conforms(await api.get(f"{API}/queues"), "GET", "/queues")["items"]
+    assert (q["rate_limit"], q["global_concurrency"]) == (body["rate_limit"], 5)
+    assert 9.9 <= q["rate_tokens"] <= 10  # a new bucket starts full
+    assert (q["counts"]["running"], q["keys_running"], q["waiting_turn"]) == (1, 0, 0)
+    assert q["retry_holds_key"] is True
+    [stats] = await aclient.queue_stats()
+    assert stats.rate_limit == wai.RateLimit(50, per=2.5, burst=10)
+
+    # per and burst take their defaults; the answer gives the burst as stored
+    only = {"rate_limit": {"limit": 30}, "global_concurrency": None}
+    answer = conforms(await api.put(f"{API}/queues/q/limits", json=only, headers=AUTH), "PUT", path)
+    assert answer["rate_limit"] == {"limit": 30, "per": 1.0, "burst": 3}
+    assert answer["global_concurrency"] is None
+    lifted = {"rate_limit": None, "global_concurrency": None}
+    answer = conforms(
+        await api.put(f"{API}/queues/q/limits", json=lifted, headers=AUTH), "PUT", path
+    )
+    assert answer == {"queue": "q", **lifted}
+    [q] = conforms(await api.get(f"{API}/queues"), "GET", "/queues")["items"]
+    assert (q["rate_limit"], q["rate_tokens"], q["global_concurrency"]) == (None, None, None)
+
+    # a queue no job names yet gets its row, and is listed with its limits
+    fresh = {"rate_limit": None, "global_concurrency": 1}
+    conforms(await api.put(f"{API}/queues/fresh/limits", json=fresh, headers=AUTH), "PUT", path)
+    listed = conforms(await api.get(f"{API}/queues"), "GET", "/queues")["items"]
+    assert {i["name"]: i["global_concurrency"] for i in listed} == {"fresh": 1, "q": None}
+
+
+async def test_ordering_keys_at_work_are_shown(
+    aclient: wai.AsyncClient, api: httpx.AsyncClient
+) -> None:
+    await keyed(aclient)
+    [q] = conforms(await api.get(f"{API}/queues"), "GET", "/queues")["items"]
+    assert (q["keys_running"], q["waiting_turn"]) == (1, 2)  # account-8's job may start
+    assert (q["counts"]["running"], q["counts"]["available"]) == (1, 3)
+
+
+#: (body, what the 400's message says) of PUT /queues/q/limits
+BAD_LIMITS: list[tuple[Any, str]] = [
+    ({}, "'rate_limit' is required"),
+    ({"rate_limit": None}, "'global_concurrency' is required"),
+    ({"global_concurrency": 5}, "'rate_limit' is required"),
+    ({"rate_limit": None, "global_concurrency": 0}, "global_concurrency must be from 1"),
+    ({"rate_limit": None, "global_concurrency": -3}, "global_concurrency must be from 1"),
+    ({"rate_limit": None, "global_concurrency": 10**7}, "global_concurrency must be from 1"),
+    ({"rate_limit": None, "global_concurrency": 2**70}, "global_concurrency must be"),
+    ({"rate_limit": None, "global_concurrency": True}, "global_concurrency must be an integer"),
+    ({"rate_limit": None, "global_concurrency": "5"}, "global_concurrency must be an integer"),
+    ({"rate_limit": None, "global_concurrency": 2.5}, "global_concurrency must be an integer"),
+    ({"rate_limit": None, "global_concurrency": [5]}, "global_concurrency must be an integer"),
+    ({"rate_limit": 50, "global_concurrency": None}, "rate_limit must be an object"),
+    ({"rate_limit": "50/s", "global_concurrency": None}, "rate_limit must be an object"),
+    ({"rate_limit": [50, 1], "global_concurrency": None}, "rate_limit must be an object"),
+    ({"rate_limit": {}, "global_concurrency": None}, "rate_limit.limit is required"),
+    ({"rate_limit": {"per": 1}, "global_concurrency": None}, "rate_limit.limit is required"),
+    ({"rate_limit": {"limit": 0}, "global_concurrency": None}, "rate_limit.limit must be from 1"),
+    ({"rate_limit": {"limit": False}, "global_concurrency": None}, "rate_limit.limit must be an"),
+    ({"rate_limit": {"limit": "abc"}, "global_concurrency": None}, "rate_limit.limit must be an"),
+    ({"rate_limit": {"limit": 10**6 + 1}, "global_concurrency": None}, "rate_limit.limit must"),
+    ({"rate_limit": {"limit": 5, "per": 0}, "global_concurrency": None}, "rate_limit.per must"),
+    ({"rate_limit": {"limit": 5, "per": -1}, "global_concurrency": None}, "rate_limit.per must"),
+    ({"rate_limit": {"limit": 5, "per": 1e300}, "global_concurrency": None}, "rate_limit.per"),
+    ({"rate_limit": {"limit": 5, "per": True}, "global_concurrency": None}, "rate_limit.per"),
+    ({"rate_limit": {"limit": 5, "per": "1"}, "global_concurrency": None}, "rate_limit.per"),
+    ({"rate_limit": {"limit": 5, "per": None}, "global_concurrency": None}, "rate_limit.per"),
+    ({"rate_limit": {"limit": 5, "burst": 0}, "global_concurrency": None}, "rate_limit.burst"),
+    ({"rate_limit": {"limit": 5, "burst": 1.5}, "global_concurrency": None}, "rate_limit.burst"),
+    ({"rate_limit": {"limit": 5, "rate": 2}, "global_concurrency": None}, "unknown field 'rate'"),
+    ({"rate_limit": None, "global_concurrency": None, "paused": True}, "unknown field 'paused'"),
+    ([], "must be a JSON object"),
+    (None, "must be a JSON object"),
+]
+
+
+async def test_hostile_limits_are_400_with_a_clear_message_and_change_nothing(
+    aclient: wai.AsyncClient, world: World, api: httpx.AsyncClient
+) -> None:
+    await aclient.set_queue_limits("q", rate_limit=wai.RateLimit(7), global_concurrency=2)
+    before = await snapshot(aclient)
+    for body, message in BAD_LIMITS:
+        response = await api.put(
+            f"{API}/queues/q/limits",
+            content=json.dumps(body).encode(),
+            headers={**AUTH, "Content-Type": "application/json"},
+        )
+        assert message in refused(response, 400, "bad_request")["message"], body
+    for content in (b"", b"{", b'{"rate_limit": {"limit": 5, "per": 1e400}}'):
+        response = await api.put(
+            f"{API}/queues/q/limits",
+            content=content,
+            headers={**AUTH, "Content-Type": "application/json"},
+        )
+        refused(response, 400, "bad_request")
+    wrong_type = await api.put(f"{API}/queues/q/limits", content=b"{}", headers=AUTH)
+    refused(wrong_type, 415, "unsupported_media_type")
+    refused(await api.post(f"{API}/queues/q/limits", json={}, headers=AUTH), 405)
+    assert await snapshot(aclient) == before
 
 
 async def test_depth_history(aclient: wai.AsyncClient, api: httpx.AsyncClient) -> None:
@@ -972,6 +1086,7 @@ async def test_hostile_ids_are_400_and_change_nothing(
         ("POST", "/queues/{}/pause"),
         ("POST", "/queues/{}/resume"),
         ("POST", "/queues/{}/drain"),
+        ("PUT", "/queues/{}/limits"),
         ("GET", "/cron/{}"),
         ("POST", "/cron/{}/pause"),
         ("POST", "/cron/{}/trigger"),

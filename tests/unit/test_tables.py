@@ -5,11 +5,23 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 
+from wai._admin import QueueStats
+from wai._flow import RateLimit
 from wai._job import JobState, Trigger
-from wai.cli._tables import cell, duration, json_text, jsonable, table, when
+from wai.cli._tables import (
+    cell,
+    duration,
+    flow_table,
+    has_flow,
+    json_text,
+    jsonable,
+    table,
+    when,
+)
 
 
 def test_table_aligns_columns_and_right_aligns_the_last_ones() -> None:
@@ -64,3 +76,35 @@ def test_jsonable_turns_rows_into_plain_json() -> None:
         "trigger": {"job_id": 1, "run_lease": 2, "outcome": "completed", "spec": "s"},
     }
     assert json.loads(json_text(value))["state"] == "running"
+
+
+def _stats(name: str, **flow: Any) -> QueueStats:
+    counts = {s.value: 0 for s in JobState}
+    counts["running"] = flow.pop("running", 0)
+    return QueueStats(
+        name=name, paused=False, paused_at=None, counts=counts, oldest_available_lag=0.0, **flow
+    )
+
+
+def test_the_flow_table_lists_only_the_queues_with_flow_control() -> None:
+    stats = [
+        _stats("plain", running=4),
+        _stats(
+            "limited",
+            running=3,
+            rate_limit=RateLimit(50, per=0.5, burst=10),
+            rate_tokens=7.25,
+            global_concurrency=5,
+        ),
+        _stats("keyed", running=1, keys_running=1, waiting_turn=2),
+    ]
+    assert [has_flow(q) for q in stats] == [False, True, True]
+    assert flow_table(stats) == "\n".join(
+        [
+            "QUEUE    RATE LIMIT        TOKENS  RUNNING  GLOBAL LIMIT  KEYS RUNNING  WAITING TURN",
+            "limited  50/0.5s burst 10     7.2        3             5             0             0",
+            "keyed    -                      -        1             -             1             2",
+        ]
+    )
+    assert flow_table(stats[:1]) is None
+    assert flow_table([]) is None

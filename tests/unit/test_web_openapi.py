@@ -33,6 +33,7 @@ from wai.web._params import (
     parse_body,
     parse_query,
 )
+from wai.web._params_flow import COUNT, Nullable, RateLimitObject
 from wai.web._routes import ROUTES
 from wai.web._session import SessionStore, SignInLimiter
 
@@ -323,3 +324,54 @@ def test_bodies_are_json_objects_of_known_fields() -> None:
         parse_body(fields, {"all": True, "x": 1})
     with pytest.raises(ValidationError, match="unknown field"):
         parse_body((), {"reason": "x"})
+
+
+def test_rate_limit_objects_and_nullable_counts() -> None:
+    rate = RateLimitObject()
+    assert rate.from_json("rate_limit", {"limit": 50}) == wai.RateLimit(50)
+    assert rate.from_json("rate_limit", {"limit": 5, "per": 60, "burst": None}) == wai.RateLimit(
+        5, per=60.0
+    )
+    assert rate.from_json("r", {"limit": 5, "per": 0.5, "burst": 2}) == wai.RateLimit(
+        5, per=0.5, burst=2
+    )
+    for bad, message in [
+        ({"limit": 5, "per": float("nan")}, "r.per must be a number of seconds"),
+        ({"limit": 5, "per": float("inf")}, "r.per must be a number of seconds"),
+        ({"limit": 5, "per": 0.0009}, "from 0.001 to 86400"),
+        ({"limit": 5, "per": 86_401}, "from 0.001 to 86400"),
+        ({"limit": 5, "burst": True}, "r.burst must be an integer"),
+        ({"limit": 1_000_001}, "r.limit must be from 1 to 1000000"),
+        ({"limit": 5, 1: 2}, "unknown field 1 in r"),
+        ({"burst": 5}, "r.limit is required"),
+        (5, "r must be an object"),
+    ]:
+        with pytest.raises(ValidationError, match=re.escape(message)):
+            rate.from_json("r", bad)
+    with pytest.raises(ValidationError, match="JSON object in the body"):
+        rate.from_text("r", "50")
+    count = Nullable(COUNT)
+    assert count.from_json("n", None) is None
+    assert count.from_json("n", 7) == 7
+    assert count.from_text("n", "7") == 7
+    with pytest.raises(ValidationError, match="n must be from 1"):
+        count.from_json("n", 0)
+    assert count.schema() == {
+        "anyOf": [{"type": "integer", "minimum": 1, "maximum": 1_000_000}, {"type": "null"}]
+    }
+
+
+def test_the_limits_body_requires_both_fields_and_documents_the_rate_limit() -> None:
+    op = document(ROUTES, "")["paths"]["/api/v1/queues/{name}/limits"]["put"]
+    schema = op["requestBody"]["content"]["application/json"]["schema"]
+    assert op["requestBody"]["required"] is True
+    assert schema["required"] == ["rate_limit", "global_concurrency"]
+    [rate, null] = schema["properties"]["rate_limit"]["anyOf"]
+    assert null == {"type": "null"}
+    assert rate["required"] == ["limit"]
+    assert rate["additionalProperties"] is False
+    assert (rate["properties"]["per"]["minimum"], rate["properties"]["per"]["maximum"]) == (
+        0.001,
+        86_400,
+    )
+    assert op["x-wai-mutates"] is True

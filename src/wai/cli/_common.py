@@ -44,6 +44,7 @@ __all__ = [
     "json_option",
     "limit",
     "logging_options",
+    "number_in",
     "plural",
     "subparser",
     "timestamp",
@@ -184,6 +185,21 @@ def int_in(low: int, high: int, what: str) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"must be {low}..{high}, got {text!r}")
+        return value
+
+    return parse
+
+
+def number_in(low: float, high: float, what: str) -> Callable[[str], float]:
+    """An argparse type: a finite number (``what``) from ``low`` to ``high``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+        if not low <= value <= high:  # NaN fails this too
+            raise argparse.ArgumentTypeError(f"must be {low:g}..{high:g}, got {text!r}")
         return value
 
     return parse

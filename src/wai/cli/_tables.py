@@ -20,6 +20,8 @@ from wai.outbox import OutboxEntry
 __all__ = [
     "cell",
     "duration",
+    "flow_table",
+    "has_flow",
     "instances_table",
     "job_detail",
     "jobs_table",
@@ -152,6 +154,43 @@ def queues_table(stats: Sequence[QueueStats]) -> str:
         ),
         right=len(states) + 1,
     )
+
+
+def has_flow(q: QueueStats) -> bool:
+    """Whether queue ``q`` has flow control to show: a limit, or ordering keys at work."""
+    return (
+        q.rate_limit is not None
+        or q.global_concurrency is not None
+        or q.keys_running > 0
+        or q.waiting_turn > 0
+    )
+
+
+def flow_table(stats: Sequence[QueueStats]) -> str | None:
+    """The flow control of the queues that have some, one line each; None when none has.
+
+    The rate limit with the tokens its bucket holds now, the attempts running against the
+    global concurrency, the ordering keys with an attempt running and the available jobs
+    waiting for an earlier job of their key.
+    """
+    rows = [
+        [
+            q.name,
+            str(q.rate_limit) if q.rate_limit is not None else "-",
+            f"{q.rate_tokens:.1f}" if q.rate_tokens is not None else "-",
+            q.counts.get("running", 0),
+            q.global_concurrency if q.global_concurrency is not None else "-",
+            q.keys_running,
+            q.waiting_turn,
+        ]
+        for q in stats
+        if has_flow(q)
+    ]
+    if not rows:
+        return None
+    headers = ["QUEUE", "RATE LIMIT", "TOKENS", "RUNNING", "GLOBAL LIMIT", "KEYS RUNNING",
+               "WAITING TURN"]  # fmt: skip
+    return table(headers, rows, right=5)
 
 
 def _compact(value: Any) -> str:

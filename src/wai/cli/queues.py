@@ -1,4 +1,4 @@
-"""``wai queues ...``: list queues with their counts, and pause, resume or drain one."""
+"""``wai queues ...``: list queues with their counts, pause, resume or drain one, set its limits."""
 
 from __future__ import annotations
 
@@ -6,21 +6,38 @@ import argparse
 import contextlib
 from typing import TYPE_CHECKING
 
+from wai._flow import MAX_LIMIT, RateLimit
 from wai._inserts import validate_queue
 from wai.cli import _tables
-from wai.cli._common import admin_client, confirm, err, group, json_option, subparser, yes_option
+from wai.cli._common import (
+    UsageError,
+    admin_client,
+    confirm,
+    err,
+    group,
+    int_in,
+    json_option,
+    number_in,
+    subparser,
+    yes_option,
+)
 from wai.cli.outbox import stats_line
 
 if TYPE_CHECKING:
+    from wai._admin import QueueStats
     from wai.cli._common import SubParsers
 
-__all__ = ["add_commands"]
+__all__ = ["add_commands", "limits_line", "merged_limits"]
+
+_COUNT = int_in(1, MAX_LIMIT, "an integer")
 
 
 def add_commands(sub: SubParsers) -> None:
     """Add the ``queues`` command group to ``wai``'s subcommands."""
-    queues = group(sub, "queues", "list, pause, resume and drain queues")
-    p = subparser(queues, "list", "counts by state, pause flag and lag per queue", _cmd_list)
+    queues = group(sub, "queues", "list, pause, resume and drain queues, and set their limits")
+    p = subparser(
+        queues, "list", "counts by state, pause flag, lag and flow control per queue", _cmd_list
+    )
     json_option(p)
     for name, text in (
         ("pause", "stop workers claiming from queue NAME (inserts still land)"),
@@ -32,6 +49,49 @@ def add_commands(sub: SubParsers) -> None:
         p.set_defaults(action=name)
         if name == "drain":
             yes_option(p)
+    _add_limit(queues)
+
+
+def _add_limit(queues: SubParsers) -> None:
+    p = subparser(
+        queues,
+        "limit",
+        "set or lift the rate limit and global concurrency of queue NAME, for every worker",
+        _cmd_limit,
+    )
+    p.add_argument("name", metavar="NAME", help="the queue")
+    rate = p.add_mutually_exclusive_group()
+    rate.add_argument(
+        "--rate",
+        metavar="N",
+        type=_COUNT,
+        help=f"at most N jobs start every --per seconds, across all workers (1..{MAX_LIMIT:,})",
+    )
+    rate.add_argument("--no-rate", action="store_true", help="lift the rate limit")
+    p.add_argument(
+        "--per",
+        metavar="SECONDS",
+        type=number_in(0.001, 86_400, "a number of seconds"),
+        help="the period of --rate, 0.001..86400 (default 1)",
+    )
+    p.add_argument(
+        "--burst",
+        metavar="N",
+        type=_COUNT,
+        help="the most jobs that start at once after a quiet spell (default: a tenth of "
+        "--rate, at least 1)",
+    )
+    concurrency = p.add_mutually_exclusive_group()
+    concurrency.add_argument(
+        "--global-concurrency",
+        metavar="N",
+        type=_COUNT,
+        help=f"at most N attempts run at once, across all workers (1..{MAX_LIMIT:,})",
+    )
+    concurrency.add_argument(
+        "--no-global-concurrency", action="store_true", help="lift the global concurrency"
+    )
+    json_option(p)
 
 
 def _cmd_list(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
@@ -41,6 +101,9 @@ def _cmd_list(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         print(_tables.json_text(stats))
         return 0
     print(_tables.queues_table(stats))
+    flow = _tables.flow_table(stats)
+    if flow is not None:
+        print(f"\n{flow}")
     outbox = client.outbox_stats()
     if outbox.pending or outbox.failed:
         print(f"\n{stats_line(outbox)} (see wai outbox list)")
@@ -65,4 +128,72 @@ def _cmd_action(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
             return 1
         drained = client.drain_queue(name)
         print(f"queue {name!r} drained: {drained} job{'' if drained == 1 else 's'} cancelled")
+    return 0
+
+
+def merged_limits(
+    args: argparse.Namespace, current: QueueStats | None
+) -> tuple[RateLimit | None, int | None]:
+    """The limits ``wai queues limit`` stores: those the options give, the current ones else.
+
+    ``--rate`` gives a whole rate limit (``--per`` defaults to 1 second, ``--burst`` to a
+    tenth of the rate), ``--no-rate`` none; ``--global-concurrency N`` and
+    ``--no-global-concurrency`` likewise. A limit no option mentions keeps its current
+    value (``current``: the queue's statistics, None for a queue not known yet). Raises
+    :class:`UsageError` when no option is given, or ``--per`` or ``--burst`` without
+    ``--rate``.
+    """
+    if args.rate is None and (args.per is not None or args.burst is not None):
+        given = "--per" if args.per is not None else "--burst"
+        raise UsageError(f"{given} goes with --rate N (the rate limit is set whole)")
+    mentioned = (args.rate, args.no_rate, args.global_concurrency, args.no_global_concurrency)
+    if all(option in (None, False) for option in mentioned):
+        raise UsageError(
+            "nothing to change: give --rate N [--per SECONDS] [--burst N], --no-rate, "
+            "--global-concurrency N or --no-global-concurrency"
+        )
+    if args.rate is not None:
+        per = args.per if args.per is not None else 1.0
+        rate: RateLimit | None = RateLimit(args.rate, per=per, burst=args.burst)
+    elif args.no_rate:
+        rate = None
+    else:
+        rate = current.rate_limit if current is not None else None
+    if args.global_concurrency is not None:
+        concurrency: int | None = args.global_concurrency
+    elif args.no_global_concurrency:
+        concurrency = None
+    else:
+        concurrency = current.global_concurrency if current is not None else None
+    return rate, concurrency
+
+
+def limits_line(name: str, rate: RateLimit | None, concurrency: int | None) -> str:
+    """``queue 'q' limits: rate 50/1s burst 10, global concurrency 5``."""
+    rate_text = f"rate {rate}" if rate is not None else "no rate limit"
+    concurrency_text = (
+        f"global concurrency {concurrency}" if concurrency is not None else "no global concurrency"
+    )
+    return f"queue {name!r} limits: {rate_text}, {concurrency_text}"
+
+
+def _cmd_limit(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    name: str = args.name
+    validate_queue(name)  # a bad name, or options that say nothing, fail before connecting
+    merged_limits(args, None)
+    client = admin_client(args, stack)
+    # set_queue_limits replaces both limits: read the one the options leave alone.
+    current = next((q for q in client.queue_stats() if q.name == name), None)
+    rate, concurrency = merged_limits(args, current)
+    client.set_queue_limits(name, rate_limit=rate, global_concurrency=concurrency)
+    if rate is not None:  # as stored: the burst resolved
+        rate = RateLimit(rate.limit, per=rate.per, burst=rate.capacity)
+    if args.json:
+        print(
+            _tables.json_text(
+                {"queue": name, "rate_limit": rate, "global_concurrency": concurrency}
+            )
+        )
+    else:
+        print(limits_line(name, rate, concurrency))
     return 0

@@ -1,10 +1,11 @@
-"""Queues: statistics, pause, resume, drain — over the client's queue methods."""
+"""Queues: statistics, pause, resume, drain, flow control — over the client's queue methods."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from wai.web._encode import QUEUE_DEPTH, QUEUE_STATS, THROUGHPUT_MINUTE
+from wai._flow import RateLimit
+from wai.web._encode import QUEUE_DEPTH, QUEUE_STATS, RATE_LIMIT, THROUGHPUT_MINUTE
 from wai.web._endpoint import Call
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "list_queues",
     "pause_queue",
     "resume_queue",
+    "set_queue_limits",
     "throughput",
 ]
 
@@ -55,3 +57,18 @@ async def drain_queue(call: Call) -> dict[str, Any]:
     """Cancel every job of the queue that waits to run; how many."""
     name: str = call.args["name"]
     return {"queue": name, "cancelled": await call.client.drain_queue(name)}
+
+
+async def set_queue_limits(call: Call) -> dict[str, Any]:
+    """Replace the queue's rate limit and global concurrency (null lifts one); the limits as
+    stored, the burst resolved."""
+    name: str = call.args["name"]
+    rate: RateLimit | None = call.args["rate_limit"]
+    concurrency: int | None = call.args["global_concurrency"]
+    await call.client.set_queue_limits(name, rate_limit=rate, global_concurrency=concurrency)
+    stored = None if rate is None else RateLimit(rate.limit, per=rate.per, burst=rate.capacity)
+    return {
+        "queue": name,
+        "rate_limit": None if stored is None else RATE_LIMIT.encode(stored),
+        "global_concurrency": concurrency,
+    }

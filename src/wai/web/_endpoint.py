@@ -54,7 +54,7 @@ class Endpoint:
     can (400, 503) and those of a mutation (401, 403).
     """
 
-    method: Literal["GET", "POST", "DELETE"]
+    method: Literal["GET", "POST", "PUT", "DELETE"]
     path: str
     operation_id: str
     tag: str

@@ -37,6 +37,7 @@ from wai.web._params import (
     Text,
     Timestamp,
 )
+from wai.web._params_flow import COUNT, Nullable, RateLimitObject
 from wai.web._schemas import ref
 from wai.web._session import SIGN_IN_LIMIT, SIGN_IN_WINDOW
 
@@ -296,6 +297,43 @@ ROUTES: Final[tuple[Endpoint, ...]] = (
         path_params=(QUEUE_NAME,),
         body=(),
         response=_object(queue={"type": "string"}, cancelled=_INTEGER),
+        mutates=True,
+    ),
+    Endpoint(
+        method="PUT",
+        path="/queues/{name}/limits",
+        operation_id="setQueueLimits",
+        tag="queues",
+        summary="Set or lift a queue's rate limit and global concurrency",
+        description="Replaces both limits, for every worker at once: each field is required, "
+        "and `null` lifts that limit. `rate_limit` caps how many of the queue's jobs start "
+        "every `per` seconds (a token bucket of `burst` tokens), `global_concurrency` how "
+        "many of its attempts run at once, across all processes. A rate limit set again "
+        "unchanged keeps its bucket's tokens. Answers the limits as stored (`burst` "
+        "resolved); `GET /api/v1/queues` shows them with the bucket's tokens.",
+        calls="set_queue_limits",
+        handler=queues.set_queue_limits,
+        path_params=(QUEUE_NAME,),
+        body=(
+            Param(
+                name="rate_limit",
+                type=Nullable(RateLimitObject()),
+                description="the rate limit, or null for none",
+                required=True,
+            ),
+            Param(
+                name="global_concurrency",
+                type=Nullable(COUNT),
+                description="the most attempts running at once across all workers, or null "
+                "for no limit",
+                required=True,
+            ),
+        ),
+        response=_object(
+            queue={"type": "string"},
+            rate_limit={"anyOf": [ref("RateLimit"), {"type": "null"}]},
+            global_concurrency={"type": ["integer", "null"]},
+        ),
         mutates=True,
     ),
     Endpoint(

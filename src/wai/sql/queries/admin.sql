@@ -295,6 +295,47 @@ LEFT JOIN turns AS t ON t.name = n.name
 LEFT JOIN held AS h ON h.name = n.name
 LEFT JOIN kinds AS kl ON kl.name = n.name;
 
+-- name: queue_flow_figures :many
+-- The flow control gauges of every queue that has a limit or ordering keys at work: the
+-- bucket's tokens now (with a rate limit), the global concurrency, the ordering keys with
+-- an attempt running and the available jobs held back by an earlier job of their key (as
+-- queue_live_counts counts them). Reads the queues table, key_turns (a row per running key)
+-- and the available jobs that carry an ordering key, through their partial indexes: never
+-- the jobs without a key, nor finished ones.
+WITH turns AS (
+    SELECT queue AS name, count(*) AS keys_running FROM {schema}.key_turns GROUP BY queue
+),
+held AS (
+    SELECT j.queue AS name, count(*) AS waiting_turn
+    FROM {schema}.jobs AS j
+    WHERE j.state = 'available' AND j.ordering_key IS NOT NULL
+      AND EXISTS (
+          SELECT 1 FROM {schema}.jobs AS o
+          WHERE o.queue = j.queue AND o.ordering_key = j.ordering_key AND o.id < j.id
+            AND o.state IN ('scheduled', 'available', 'running', 'retryable', 'waiting_external'))
+    GROUP BY j.queue
+),
+names AS (
+    SELECT name FROM {schema}.queues
+    WHERE rate_limit IS NOT NULL OR global_concurrency IS NOT NULL
+    UNION SELECT name FROM turns
+    UNION SELECT name FROM held
+)
+SELECT n.name,
+       CASE WHEN q.rate_limit IS NOT NULL THEN
+           greatest(0, least(q.rate_burst::float8, coalesce(q.rate_tokens, q.rate_burst::float8)
+                 + q.rate_limit / q.rate_per
+                   * greatest(0, extract(epoch FROM now() - coalesce(q.rate_at, now())))))
+       END AS rate_tokens,
+       q.global_concurrency,
+       coalesce(t.keys_running, 0)::int AS keys_running,
+       coalesce(h.waiting_turn, 0)::int AS waiting_turn
+FROM names AS n
+LEFT JOIN {schema}.queues AS q ON q.name = n.name
+LEFT JOIN turns AS t ON t.name = n.name
+LEFT JOIN held AS h ON h.name = n.name
+ORDER BY n.name;
+
 -- name: jobs_size_estimate :one
 -- How many rows the jobs table holds by the planner's reckoning: its density at the last
 -- VACUUM or ANALYZE times its size now (NULL before the first). Reads no row of the table.

@@ -1,4 +1,4 @@
-// Queues: counts by state, pause and lag; pause, resume and drain, each confirmed.
+// Queues: counts by state, pause, lag and flow control; pause, resume and drain, each confirmed.
 
 import { get, post, segment } from "./api.js";
 import { actionButton, actionsNotice } from "./actions.js";
@@ -48,6 +48,29 @@ function count(queue, state) {
   return cell;
 }
 
+// "50 / s", "3 / 60 s": a rate limit's jobs per period.
+function rate(limit) {
+  return `${num(limit.limit)} / ${limit.per === 1 ? "" : `${limit.per} `}s`;
+}
+
+// Flow control, one line per part the queue has: its rate limit with the tokens its bucket
+// holds now, the attempts running against its global concurrency, its ordering keys at work.
+function flow(q) {
+  const parts = [];
+  if (q.rate_limit) {
+    const tokens = q.rate_tokens === null ? "—" : q.rate_tokens.toFixed(1);
+    parts.push(h("div", { dataset: { flow: "rate" } }, `rate ${rate(q.rate_limit)}`, h("span", { class: "muted" }, ` · ${tokens} of ${num(q.rate_limit.burst)} tokens`)));
+  }
+  if (q.global_concurrency !== null) {
+    parts.push(h("div", { dataset: { flow: "concurrency" } }, `${num(q.counts.running || 0)} of ${num(q.global_concurrency)} running`));
+  }
+  if (q.keys_running || q.waiting_turn) {
+    const keys = `${num(q.keys_running)} ${q.keys_running === 1 ? "key" : "keys"} running`;
+    parts.push(h("div", { dataset: { flow: "keys" } }, keys, h("span", { class: "muted" }, ` · ${num(q.waiting_turn)} waiting their turn`)));
+  }
+  return parts.length ? h("div", { class: "flow small" }, parts) : h("span", { class: "muted" }, "—");
+}
+
 /** Render the queues page. */
 export async function render(root, ctx) {
   const { items } = await get("queues");
@@ -67,6 +90,7 @@ export async function render(root, ctx) {
           })),
           { label: "Total", class: "num", cell: (q) => h("strong", {}, `${q.estimated.length ? "≈ " : ""}${num(q.total)}`) },
           { label: "Lag", class: "num", cell: (q) => (q.oldest_available_lag ? duration(q.oldest_available_lag) : "—") },
+          { label: "Flow control", cell: flow },
           { label: "Actions", cell: (q) => actions(q, ctx) },
         ],
         items,
