@@ -96,6 +96,8 @@ async def test_jobs_without_a_key_are_not_held_back_by_a_busy_key(
     await aclient.insert_many([Other(n=n) for n in range(20)])
     async with serving(aclient, {"q": 4}):
         await wait_for(lambda: len(others) == 20, 10, what="the unkeyed jobs")
+        # their outcomes written too
+        await wait_for(lambda: count_state(aclient, "completed", 20), 10, what="20 completed")
         stats = {s.name: s for s in await aclient.queue_stats()}["q"]
         assert stats.counts["running"] == 1  # one attempt of the busy key, no more
         assert stats.keys_running == 1
