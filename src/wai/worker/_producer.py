@@ -79,6 +79,11 @@ class QueueProducer:
         """A job may be available: claim soon."""
         self._wake.set()
 
+    @property
+    def capped_globally(self) -> bool:
+        """Whether the queue's latest claim ran under a global concurrency."""
+        return self.flow is not None and self.flow.global_concurrency is not None
+
     def flow_changed(self) -> None:
         """The queue's limits may have changed: read them before the next claim."""
         self._flow_read_at = None

@@ -37,6 +37,7 @@ from wai.maintenance import (
 )
 from wai.maintenance._service import stop_tasks
 from wai.worker import _queries as worker_db
+from wai.worker._announcer import Announcer
 from wai.worker._attempt_callbacks import AttemptCallbacks
 from wai.worker._executor import execute, interrupted_outcome, shutdown_outcome
 from wai.worker._finalizer import Finalizer
@@ -91,6 +92,7 @@ class Runtime:
         self.instance_id = new_instance_id()  # also the leader id: one id per runtime
         self.recorder = Recorder(self)
         self.throughput: ThroughputRecorder | None = None
+        self.announcer: Announcer | None = None
         self.hooks = HookDispatcher(client.registry)
         self.sweeper: OutboxSweeper | None = None
         self.gauges: DatabaseGauges | None = None
@@ -177,6 +179,8 @@ class Runtime:
         elif self.queues:  # a maintenance-only runtime claims nothing: no LISTEN needed
             self.notifier = notifier
             loops.append(("notifier", notifier.run_forever()))
+        self.announcer = Announcer(pool, schema)
+        loops.append(("announcer", self.announcer.run_forever()))
         loops.append(("records", self.recorder.run_forever()))
         loops.append(("loop_lag", self._watch_lag()))
         self.throughput = ThroughputRecorder(
@@ -602,6 +606,13 @@ class Runtime:
             if release is not None:
                 release()
         self.hooks.committed(batch, applied.rows)
+        capped = {
+            state.row.queue
+            for _, state in batch
+            if (p := self.producers.get(state.row.queue)) is not None and p.capped_globally
+        }
+        if capped and self.announcer is not None:
+            self.announcer.announce(capped)
         if self.throughput is not None:
             self.throughput.committed(batch, applied.written)
         record_committed(batch, applied)
