@@ -11,6 +11,7 @@ import asyncio
 import itertools
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -264,3 +265,38 @@ async def test_limits_set_at_run_time_reach_a_running_worker(aclient: wai.AsyncC
         await wait_for(lambda: count_state(aclient, "running", 6), 5, what="6 running")
         gate.set()
         await wait_for(lambda: count_state(aclient, "completed", 10), 10, what="all done")
+
+
+async def test_a_wait_in_place_keeps_its_key_turn_and_its_global_slot(
+    aclient: wai.AsyncClient,
+) -> None:
+    resumed: list[Any] = []
+    others: list[int] = []
+
+    @aclient.task(Step, queue="q")
+    async def step(job: wai.Job[Step]) -> None:
+        if job.args.n == 0:
+            token = await job.register_callback(timeout=60)
+            resumed.append(await job.wait_for_callback(token))
+
+    @aclient.task(Other, queue="q")
+    async def other(job: wai.Job[Other]) -> None:
+        others.append(job.args.n)
+
+    first = await aclient.insert(Step(key="k", n=0), ordering_key="k")
+    second = await aclient.insert(Step(key="k", n=1), ordering_key="k")
+    config = wai.QueueConfig(concurrency=4, global_concurrency=1)
+    async with serving(aclient, {"q": config}):
+        waiting = await wait_job(
+            aclient, first.id, lambda r: r.state == "waiting_external" and r.callback_id
+        )
+        await aclient.insert(Other(n=1))
+        await asyncio.sleep(0.5)  # time for a wrongful start of either job
+        assert await keys_turns(aclient) == [("q", "k")]  # the attempt goes on
+        assert others == []  # the waiting handler holds the one global slot
+        assert (await aclient.get_job(second.id)).state == "available"
+        await aclient.resume_external(waiting.callback_id, {"go": True})
+        await wait_job(aclient, second.id, "completed", 10)
+        await wait_for(lambda: others == [1], 10, what="the unkeyed job")
+    assert resumed == [{"go": True}]
+    assert await keys_turns(aclient) == []

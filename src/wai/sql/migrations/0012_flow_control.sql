@@ -65,7 +65,11 @@ CREATE TABLE {schema}.key_turns (
 CREATE FUNCTION {schema}.ordering_key_moved() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF OLD.state = 'running' THEN
+    -- The attempt goes on while the job runs or waits in place for a callback (its
+    -- handler holds on, with a heartbeat); any other state ends it, and its key's turn.
+    IF TG_OP = 'DELETE'
+       OR NOT (NEW.state = 'running'
+               OR (NEW.state = 'waiting_external' AND NEW.heartbeat_at IS NOT NULL)) THEN
         DELETE FROM {schema}.key_turns
         WHERE queue = OLD.queue AND ordering_key = OLD.ordering_key AND job_id = OLD.id;
     END IF;
@@ -77,13 +81,14 @@ BEGIN
 END
 $$;
 
--- Only a keyed job's attempt ending, or a keyed job finishing, fires it: the jobs without a
--- key (the drain's hot path) pay the WHEN test alone.
+-- Only a keyed job's attempt ending (or pausing for a callback), or a keyed job finishing,
+-- fires it: the jobs without a key (the drain's hot path) pay the WHEN test alone.
 CREATE TRIGGER jobs_ordering_key_state
     AFTER UPDATE OF state ON {schema}.jobs
     FOR EACH ROW
     WHEN (OLD.ordering_key IS NOT NULL AND OLD.state IS DISTINCT FROM NEW.state
-          AND (OLD.state = 'running' OR NEW.state IN ('completed', 'failed', 'cancelled')))
+          AND (OLD.state IN ('running', 'waiting_external')
+               OR NEW.state IN ('completed', 'failed', 'cancelled')))
     EXECUTE FUNCTION {schema}.ordering_key_moved();
 
 CREATE TRIGGER jobs_ordering_key_delete
