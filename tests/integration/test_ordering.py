@@ -288,7 +288,7 @@ async def test_a_wait_in_place_keeps_its_key_turn_and_its_global_slot(
     config = wai.QueueConfig(concurrency=4, global_concurrency=1)
     async with serving(aclient, {"q": config}):
         waiting = await wait_job(
-            aclient, first.id, lambda r: r.state == "waiting_external" and r.callback_id
+            aclient, first.id, lambda r: r.state == "waiting_external" and r.callback_id is not None
         )
         await aclient.insert(Other(n=1))
         await asyncio.sleep(0.5)  # time for a wrongful start of either job
