@@ -745,6 +745,8 @@ class AsyncClientBase:
         ``queue``, ``priority`` and ``max_attempts`` default to what the args type
         declares (``@wai.kind``), else to the kind's registered task, else to
         ``"default"``, 2 and 25; ``run_at`` makes the job ``scheduled`` until then.
+        Jobs of one queue that share an ``ordering_key`` run one at a time, in insert
+        order, across every worker (``docs/flow-control.md``).
         """
         job = self._build(
             EnqueueRequest(

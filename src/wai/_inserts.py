@@ -44,7 +44,8 @@ class EnqueueRequest:
 
     An option left None takes the default the args type declares (``@wai.kind``), else
     the one its kind is registered with, else the global one (queue ``"default"``,
-    priority 2, 25 attempts).
+    priority 2, 25 attempts). Jobs of one queue that share an *ordering_key* run one at
+    a time, in insert order (``docs/flow-control.md``).
     """
 
     args: Any
