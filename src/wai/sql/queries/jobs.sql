@@ -367,20 +367,24 @@ cap AS MATERIALIZED (
     FROM (SELECT 1) AS one LEFT JOIN flow AS f ON true
 ),
 candidates AS (
-    SELECT c.*,
-           -- A rate-limited kind takes as many jobs as its bucket holds whole tokens.
-           row_number() OVER (PARTITION BY c.kind ORDER BY c.priority, c.run_at, c.id)
-               AS kind_rank
-    FROM (
-        SELECT id, kind, priority, run_at, NULL::text AS ordering_key FROM plain
-        UNION ALL
-        SELECT id, kind, priority, run_at, ordering_key FROM heads
-    ) AS c
+    SELECT id, kind, priority, run_at, NULL::text AS ordering_key FROM plain
+    UNION ALL
+    SELECT id, kind, priority, run_at, ordering_key FROM heads
 ),
 chosen AS MATERIALIZED (
-    SELECT c.id, c.ordering_key FROM candidates AS c
-    LEFT JOIN kinds AS k ON k.kind = c.kind
-    WHERE k.kind IS NULL OR c.kind_rank <= floor(k.tokens)
+    SELECT c.id, c.kind, c.ordering_key FROM candidates AS c
+    -- A rate-limited kind takes as many jobs as its bucket holds whole tokens: a job is
+    -- passed over when its rank among the candidates of its kind exceeds them (the rank is
+    -- counted only for the kinds with a bucket, so an unlimited claim sorts nothing more).
+    WHERE CASE WHEN NOT EXISTS (SELECT 1 FROM kinds) THEN true
+               ELSE NOT EXISTS (
+                   SELECT 1 FROM kinds AS k
+                   WHERE k.kind = c.kind
+                     AND k.tokens < (SELECT count(*) FROM candidates AS o
+                                     WHERE o.kind = c.kind
+                                       AND (o.priority, o.run_at, o.id)
+                                           <= (c.priority, c.run_at, c.id)))
+          END
     ORDER BY c.priority, c.run_at, c.id
     LIMIT (SELECT n FROM cap)
 ),
@@ -390,50 +394,47 @@ turns AS (
     ON CONFLICT DO NOTHING
     RETURNING t.job_id
 ),
-claimed AS (
-    UPDATE {schema}.jobs AS j
-    -- The statement's time, not the transaction's: a limited claim's transaction started
-    -- before it waited for the queue's lock, and attempted_at is the time its tokens count.
-    SET state = 'running',
-        attempt = j.attempt + 1,
-        run_lease = j.run_lease + 1,
-        attempted_at = statement_timestamp(),
-        heartbeat_at = statement_timestamp(),
-        -- The kind's own deadline (its task's), else the queue's; NULL (none) leaves it NULL.
-        deadline_at = statement_timestamp() + make_interval(secs => coalesce(
-            (SELECT d.seconds FROM unnest(%(deadline_kinds)s::text[], %(deadline_seconds)s::float8[])
-                 AS d(kind, seconds) WHERE d.kind = j.kind),
-            %(default_deadline)s::float8
-        ))
-    WHERE j.id = ANY (ARRAY(
-        SELECT c.id FROM chosen AS c WHERE c.ordering_key IS NULL
-        UNION ALL
-        SELECT t.job_id FROM turns AS t))
-    RETURNING
-        j.id, j.kind, j.queue, j.args::text, j.state, j.priority, j.attempt, j.max_attempts,
-        j.run_at, j.attempted_at, j.heartbeat_at, j.deadline_at, j.finalized_at, j.created_at,
-        j.errors::text, j.metadata::text, j.tags, j.unique_key, j.ordering_key, j.callback_id,
-        j.callback_timeout_at, j.run_lease, j.progress::text, j.trigger_job_id,
-        j.trigger_run_lease, j.trigger_outcome, j.trigger_spec, j.callback_result::text
+taken AS MATERIALIZED (
+    -- The jobs this claim starts (all locked by it: each of them is updated below).
+    SELECT c.id, c.kind FROM chosen AS c
+    WHERE c.ordering_key IS NULL OR c.id IN (SELECT t.job_id FROM turns AS t)
 ),
 spent AS (
-    -- The tokens this claim took leave the bucket (only under the lock: %(limited)s).
+    -- The tokens this claim takes leave the bucket (only under the lock: %(limited)s).
     UPDATE {schema}.queues AS q
-    SET rate_tokens = f.tokens - (SELECT count(*) FROM claimed),
+    SET rate_tokens = f.tokens - (SELECT count(*) FROM taken),
         rate_at = greatest(statement_timestamp(), coalesce(q.rate_at, statement_timestamp()))
     FROM flow AS f
     WHERE %(limited)s AND q.name = %(queue)s AND q.rate_limit IS NOT NULL
 ),
 spent_by_kind AS (
     UPDATE {schema}.kind_limits AS k
-    SET rate_tokens = b.tokens - n.claimed,
+    SET rate_tokens = b.tokens - (SELECT count(*) FROM taken AS t WHERE t.kind = b.kind),
         rate_at = greatest(statement_timestamp(), coalesce(k.rate_at, statement_timestamp()))
     FROM kinds AS b
-    JOIN (SELECT c.kind, count(*) AS claimed FROM claimed AS c GROUP BY c.kind) AS n
-        ON n.kind = b.kind
     WHERE k.queue = %(queue)s AND k.kind = b.kind
 )
-SELECT * FROM claimed;
+UPDATE {schema}.jobs AS j
+-- The statement's time, not the transaction's: a limited claim's transaction started
+-- before it waited for the queue's lock, and attempted_at is the time its tokens count.
+SET state = 'running',
+    attempt = j.attempt + 1,
+    run_lease = j.run_lease + 1,
+    attempted_at = statement_timestamp(),
+    heartbeat_at = statement_timestamp(),
+    -- The kind's own deadline (its task's), else the queue's; NULL (none) leaves it NULL.
+    deadline_at = statement_timestamp() + make_interval(secs => coalesce(
+        (SELECT d.seconds FROM unnest(%(deadline_kinds)s::text[], %(deadline_seconds)s::float8[])
+             AS d(kind, seconds) WHERE d.kind = j.kind),
+        %(default_deadline)s::float8
+    ))
+WHERE j.id = ANY (ARRAY(SELECT t.id FROM taken AS t))
+RETURNING
+    j.id, j.kind, j.queue, j.args::text, j.state, j.priority, j.attempt, j.max_attempts,
+    j.run_at, j.attempted_at, j.heartbeat_at, j.deadline_at, j.finalized_at, j.created_at,
+    j.errors::text, j.metadata::text, j.tags, j.unique_key, j.ordering_key, j.callback_id,
+    j.callback_timeout_at, j.run_lease, j.progress::text, j.trigger_job_id,
+    j.trigger_run_lease, j.trigger_outcome, j.trigger_spec, j.callback_result::text;
 
 -- name: queue_flow_lock :one
 -- Take a limited queue's claim lock (its queues row) for the rest of the transaction, and
