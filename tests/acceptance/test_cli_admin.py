@@ -418,7 +418,7 @@ def test_queues_limit_refuses_a_kind_with_bad_options_and_changes_nothing(
     assert (mail.rate_limit, mail.global_concurrency) == (None, None)
 
 
-@pytest.mark.parametrize("kind", [HOSTILE, "", "a b", "x" * 201, "charge;drop"])
+@pytest.mark.parametrize("kind", [HOSTILE, "", "a b", "x" * 201, "charge;drop", "charge\n"])
 def test_queues_limit_refuses_a_hostile_kind(
     database_url: str, sclient: wai.Client, kind: str
 ) -> None:
