@@ -563,11 +563,13 @@ async def queue_live_counts(conn: AsyncConnection[Any], schema: str) -> list[dic
 
 
 async def queue_flow_figures(conn: AsyncConnection[Any], schema: str) -> list[dict[str, Any]]:
-    """Per queue with a limit or ordering keys at work: its flow control gauges.
+    """Per queue with a limit (its own or one of its kinds') or ordering keys at work: its
+    flow control gauges.
 
     Records with ``name``, ``rate_tokens`` (None without a rate limit),
-    ``global_concurrency`` (None without one), ``keys_running`` and ``waiting_turn``,
-    by name; reads no job without an ordering key.
+    ``global_concurrency`` (None without one), ``keys_running``, ``waiting_turn`` and
+    ``kind_tokens`` (``{kind: tokens}`` of its rate-limited kinds), by name; reads no job
+    without an ordering key.
     """
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(query("queue_flow_figures", schema))

@@ -6,8 +6,9 @@ kept in memory, so a scrape never waits on a query. They cost four small stateme
 pass: the latest depth sample the maintenance leader recorded (no count over the jobs
 table, so the same over a million finished jobs as over none), the outbox's two counts,
 the dead letters per queue, and the flow control of the queues that have it (their
-limits, the ordering keys at work, and the available jobs that carry an ordering key:
-never the jobs without one). No pass runs while no exporter reads the metrics.
+limits and those of their kinds, the ordering keys at work, and the available jobs that
+carry an ordering key: never the jobs without one). No pass runs while no exporter reads
+the metrics.
 """
 
 from __future__ import annotations
@@ -124,6 +125,11 @@ class DatabaseGauges:
             )
             samples.append(
                 GaugeSample("wai.queue.waiting_turn", (queue,), float(f["waiting_turn"]))
+            )
+            kinds: dict[str, float] = f["kind_tokens"]
+            samples.extend(
+                GaugeSample("wai.kind.rate_tokens", (queue, kind), float(tokens))
+                for kind, tokens in sorted(kinds.items())
             )
             reported.add(queue)
         # A queue whose keyed jobs are all done leaves the query's answer: say 0 rather

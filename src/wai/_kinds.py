@@ -48,7 +48,8 @@ DEFAULT_MAX_ATTEMPTS = 25
 
 _ACRONYM = re.compile(r"([A-Z]+)([A-Z][a-z])")
 _WORD = re.compile(r"([a-z0-9])([A-Z])")
-_NAME = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")
+# fullmatch: `$` would also match before a trailing newline ("charge\n").
+_NAME = re.compile(r"[A-Za-z0-9_.:\-]{1,200}")
 
 
 def snake_case(name: str) -> str:
@@ -60,7 +61,7 @@ def snake_case(name: str) -> str:
 # ones raise, and lru_cache caches no exception.
 @functools.lru_cache(maxsize=4096)
 def _valid_kind(kind: str) -> str:
-    if not _NAME.match(kind):
+    if not _NAME.fullmatch(kind):
         raise ValidationError(
             f"invalid job kind {kind!r}: use 1-200 letters, digits, '_', '.', ':' or '-'"
         )
@@ -90,7 +91,7 @@ def _invalid_queue(queue: object) -> ValidationError:
 # Valid names are remembered (a batch usually names one queue); lru_cache caches no exception.
 @functools.lru_cache(maxsize=4096)
 def _valid_queue(queue: str) -> str:
-    if not _NAME.match(queue):
+    if not _NAME.fullmatch(queue):
         raise _invalid_queue(queue)
     return queue
 

@@ -174,6 +174,12 @@ SPECS: tuple[MetricSpec, ...] = (
         "finish.",
     ),
     MetricSpec(
+        "wai.kind.rate_tokens", "gauge", "{token}", ("queue", "kind"),
+        "Tokens in the bucket of a kind with a rate limit of its own within the queue now (a "
+        "claim takes one per job of the kind): near 0, the kind's rate limit holds its jobs "
+        "back. Only kinds with a rate limit.",
+    ),
+    MetricSpec(
         "wai.outbox.pending", "gauge", "{row}", (),
         "Follow-up outbox rows waiting to be dispatched.",
     ),

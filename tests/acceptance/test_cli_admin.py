@@ -332,6 +332,103 @@ def test_queues_limit_refuses_bad_input_and_changes_nothing(
     assert (mail.rate_limit, mail.global_concurrency) == (wai.RateLimit(9, burst=2), 4)
 
 
+def test_queues_limit_sets_and_lifts_a_kinds_rate_limit(
+    database_url: str, sclient: wai.Client, jobs: list[wai.JobRow]
+) -> None:
+    def mail() -> wai.QueueStats:
+        return next(q for q in sclient.queue_stats() if q.name == "mail")
+
+    sclient.set_queue_limits("mail", rate_limit=wai.RateLimit(9, burst=2), global_concurrency=4)
+    out = wai_ok(
+        database_url, "queues", "limit", "mail", "--kind", "send_email",
+        "--rate", "10", "--per", "60", "--burst", "3",
+    )  # fmt: skip
+    assert out == "queue 'mail' kind 'send_email' limit: rate 10/60s burst 3\n"
+    assert mail().kind_rate_limits == {"send_email": wai.RateLimit(10, per=60, burst=3)}
+    # the queue's own limits are left as they are
+    assert (mail().rate_limit, mail().global_concurrency) == (wai.RateLimit(9, burst=2), 4)
+
+    # --per and --burst default as wai.RateLimit's do; --json gives the limit as stored
+    assert wai_json(
+        database_url, "queues", "limit", "mail", "--kind", "resize", "--rate", "30"
+    ) == {
+        "queue": "mail",
+        "kind": "resize",
+        "rate_limit": {"limit": 30, "per": 1.0, "burst": 3},
+    }
+    # a queue no job names yet gets its row
+    wai_ok(database_url, "queues", "limit", "fresh", "--kind", "send_email", "--rate", "5")
+
+    # `queues list` shows them: a table of the limited kinds with their tokens, and the JSON
+    sections = wai_ok(database_url, "queues", "list").split("\n\n")
+    header, *lines = sections[2].splitlines()
+    assert header.split() == ["QUEUE", "KIND", "RATE", "LIMIT", "TOKENS"]
+    assert [line.split() for line in lines] == [
+        ["fresh", "send_email", "5/1s", "burst", "1", "1.0"],
+        ["mail", "resize", "30/1s", "burst", "3", "3.0"],
+        ["mail", "send_email", "10/60s", "burst", "3", "3.0"],
+    ]  # each bucket starts full
+    [listed] = [q for q in wai_json(database_url, "queues", "list") if q["name"] == "mail"]
+    assert listed["kind_rate_limits"] == {
+        "resize": {"limit": 30, "per": 1.0, "burst": 3},
+        "send_email": {"limit": 10, "per": 60.0, "burst": 3},
+    }
+    assert listed["kind_tokens"] == {"resize": 3.0, "send_email": 3.0}
+
+    out = wai_ok(database_url, "queues", "limit", "mail", "--kind", "send_email", "--no-rate")
+    assert out == "queue 'mail' kind 'send_email' limit: no rate limit\n"
+    assert wai_json(database_url, "queues", "limit", "mail", "--kind", "resize", "--no-rate") == {
+        "queue": "mail",
+        "kind": "resize",
+        "rate_limit": None,
+    }
+    assert mail().kind_rate_limits == {}
+    assert (mail().rate_limit, mail().global_concurrency) == (wai.RateLimit(9, burst=2), 4)
+    # lifting a limit the kind does not have changes nothing
+    wai_ok(database_url, "queues", "limit", "mail", "--kind", "nothing", "--no-rate")
+    wai_ok(database_url, "queues", "limit", "fresh", "--kind", "send_email", "--no-rate")
+    assert "KIND" not in wai_ok(database_url, "queues", "list")  # no kind limit left
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--rate", "5", "--global-concurrency", "3"), "error: --global-concurrency does not go "
+         "with --kind: a kind has only a rate limit"),
+        (("--no-rate", "--no-global-concurrency"), "error: --no-global-concurrency does not go"),
+        ((), "error: nothing to change: give --kind KIND with --rate N"),
+        (("--per", "2"), "error: --per goes with --rate N"),
+        (("--rate", "0"), "argument --rate: must be 1..1000000, got '0'"),
+        (("--rate", "5", "--per", "nan"), "argument --per: must be 0.001..86400, got 'nan'"),
+        (("--rate", "5", "--no-rate"), "argument --no-rate: not allowed with argument --rate"),
+    ],
+)  # fmt: skip
+def test_queues_limit_refuses_a_kind_with_bad_options_and_changes_nothing(
+    database_url: str, sclient: wai.Client, args: tuple[str, ...], message: str
+) -> None:
+    sclient.set_kind_rate_limit("mail", "send_email", wai.RateLimit(9, burst=2))
+    result = run_wai(
+        "--database-url", database_url, "queues", "limit", "mail", "--kind", "send_email", *args
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    [mail] = sclient.queue_stats()
+    assert mail.kind_rate_limits == {"send_email": wai.RateLimit(9, burst=2)}
+    assert (mail.rate_limit, mail.global_concurrency) == (None, None)
+
+
+@pytest.mark.parametrize("kind", [HOSTILE, "", "a b", "x" * 201, "charge;drop", "charge\n"])
+def test_queues_limit_refuses_a_hostile_kind(
+    database_url: str, sclient: wai.Client, kind: str
+) -> None:
+    err = wai_fails(
+        database_url, "queues", "limit", "mail", "--kind", kind, "--rate", "5", status=2
+    )
+    assert "invalid job kind" in err
+    assert sclient.queue_stats() == []
+
+
 def test_operator_commands_on_an_unmigrated_database(empty_database_url: str) -> None:
     for args in (("jobs", "list"), ("queues", "list"), ("jobs", "cancel", "1")):
         err = wai_fails(empty_database_url, *args)

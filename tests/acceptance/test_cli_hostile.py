@@ -33,6 +33,10 @@ CASES = [
     ("queues", "limit", "mail", "--rate", "99999999999999999999999"),
     ("queues", "limit", "mail", "--rate", "5", "--per", "1e999"),
     ("queues", "limit", "mail", "--global-concurrency", BAD_BYTE),
+    ("queues", "limit", "mail", "--kind", BAD_BYTE, "--rate", "5"),
+    ("queues", "limit", "mail", "--kind", f"send_email{BAD_BYTE}", "--no-rate"),
+    ("queues", "limit", "mail", "--kind", "send_email", "--rate", "5", "--global-concurrency", "2"),
+    ("queues", "limit", "mail", "--kind", "send_email", "--rate", "5", "--burst", BAD_BYTE),
     ("outbox", "retry", "99999999999999999999999"),
     ("dlq", "show", "-5"),
 ]
@@ -53,3 +57,4 @@ def test_hostile_arguments_get_one_clean_error_and_change_nothing(
     assert sclient.get_job(job.id) == job
     assert not any(q.paused for q in sclient.queue_stats())
     assert not any(q.rate_limit or q.global_concurrency for q in sclient.queue_stats())
+    assert not any(q.kind_rate_limits for q in sclient.queue_stats())

@@ -245,11 +245,14 @@ async def _callbacks(client: wai.AsyncClient, world: World, hostile: bool) -> No
 
 
 async def _flow(client: wai.AsyncClient) -> None:
-    """Flow control: limits on reports; on images, three jobs of one ordering key, the
+    """Flow control: limits on reports, and a rate limit of its build_report kind; on
+    images, a rate limit of its resize_image kind and three jobs of one ordering key, the
     first running (its key's turn taken, as a claim leaves it), two waiting their turn."""
     await client.set_queue_limits(
         "reports", rate_limit=wai.RateLimit(50, per=1.0, burst=10), global_concurrency=5
     )
+    await client.set_kind_rate_limit("reports", "build_report", wai.RateLimit(5, per=60.0, burst=2))
+    await client.set_kind_rate_limit("images", "resize_image", wai.RateLimit(20))
     ids = [
         row[0]
         for row in await fetch(

@@ -58,6 +58,12 @@ def test_the_queues_page_shows_flow_control(ui: Ui) -> None:
     assert flow("reports", "rate") == "rate 50 / s · 10.0 of 10 tokens"  # a full bucket
     assert flow("reports", "concurrency") == "2 of 5 running"
     assert flow("images", "keys") == "1 key running · 2 waiting their turn"
+    # a line per kind with a rate limit of its own, with its bucket's tokens (full: new)
+    assert flow("reports", "kind") == "build_report 5 / 60 s · 2.0 of 2 tokens"
+    assert flow("images", "kind") == "resize_image 20 / s · 2.0 of 2 tokens"
+    images = ui.page.locator("#main tr:has(a:text-is('images'))")
+    assert images.locator("[data-flow=kind]").get_attribute("data-kind") == "resize_image"
+    assert images.locator("[data-flow=rate]").count() == 0  # the queue itself has no rate limit
     email = ui.page.locator("#main tr:has(a:text-is('email'))")
     assert email.locator("[data-flow]").count() == 0  # no flow control: a dash
 

@@ -373,3 +373,47 @@ async def test_flow_control_gauges_per_queue(aclient: wai.AsyncClient) -> None:
     assert exported["wai_queue_global_concurrency"][(("queue", "m-limited"),)] == 5
     assert exported["wai_queue_keys_running"][(("queue", "m-keyed"),)] == 0
     assert 9.9 <= exported["wai_queue_rate_tokens"][(("queue", "m-limited"),)] <= 10
+
+
+async def test_kind_rate_limit_gauges_per_queue_and_kind(aclient: wai.AsyncClient) -> None:
+    await aclient.set_kind_rate_limit("m-pay", "charge", wai.RateLimit(10, per=1.0, burst=4))
+    await aclient.set_kind_rate_limit("m-pay", "refund", wai.RateLimit(3, per=60.0))
+    await aclient.set_queue_limits("m-both", global_concurrency=2)
+    await aclient.set_kind_rate_limit("m-both", "charge", wai.RateLimit(5))
+    # half a token left in refund's bucket, as a claim leaves it (refilling 0.05 a second)
+    await fetch(
+        aclient,
+        "UPDATE wai.kind_limits SET rate_tokens = 0.5, rate_at = now()"
+        " WHERE queue = 'm-pay' AND kind = 'refund'",
+    )
+    gauges = DatabaseGauges(aclient, interval=60)
+    await gauges.refresh()
+
+    def kinds() -> dict[Labels, float]:
+        return {s.labels: s.value for s in gauges.samples() if s.name == "wai.kind.rate_tokens"}
+
+    found = kinds()
+    assert found.pop(("m-pay", "refund")) == pytest.approx(0.5, abs=0.05)
+    assert found == {("m-both", "charge"): 1, ("m-pay", "charge"): 4}  # new buckets start full
+    # a queue with only kind limits is listed with its queue's flow gauges too
+    pay = {s.name: s.value for s in gauges.samples() if s.labels == ("m-pay",)}
+    assert pay == {"wai.queue.keys_running": 0, "wai.queue.waiting_turn": 0}
+    assert ("wai.queue.global_concurrency", ("m-both",)) in {
+        (s.name, s.labels) for s in gauges.samples()
+    }
+
+    # a lifted kind limit leaves its gauge out; the other kinds' stay
+    await aclient.set_kind_rate_limit("m-pay", "refund", None)
+    await gauges.refresh()
+    assert kinds() == {("m-both", "charge"): 1, ("m-pay", "charge"): 4}
+
+    # both exporters name it as the documentation does
+    remove = METRICS.add_source(gauges.samples)
+    try:
+        exported = prometheus_samples()
+    finally:
+        remove()
+    assert exported["wai_kind_rate_tokens"] == {
+        (("kind", "charge"), ("queue", "m-both")): 1,
+        (("kind", "charge"), ("queue", "m-pay")): 4,
+    }

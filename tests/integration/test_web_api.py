@@ -106,7 +106,7 @@ async def api(aclient: wai.AsyncClient) -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-TABLES = ("jobs", "dlq", "queues", "cron_schedules", "outbox", "runtime_instances")
+TABLES = ("jobs", "dlq", "queues", "kind_limits", "cron_schedules", "outbox", "runtime_instances")
 
 
 async def snapshot(client: wai.AsyncClient) -> dict[str, list[tuple[Any, ...]]]:
@@ -160,6 +160,12 @@ def mutations(w: World) -> list[tuple[str, str, str, Any]]:
             "PUT",
             "/queues/q/limits",
             {"rate_limit": {"limit": 50, "per": 1.0, "burst": 10}, "global_concurrency": 5},
+        ),
+        (
+            "setKindRateLimit",
+            "PUT",
+            "/queues/q/kinds/work/limit",
+            {"rate_limit": {"limit": 10, "per": 60.0, "burst": 2}},
         ),
         ("retryDlqEntry", "POST", f"/dlq/{w.dead.id}/retry", {"priority": 1}),
         ("bulkRetryDlq", "POST", "/dlq/retry", {"all": True}),
@@ -642,6 +648,148 @@ async def test_hostile_limits_are_400_with_a_clear_message_and_change_nothing(
     assert await snapshot(aclient) == before
 
 
+async def test_kind_rate_limits_set_shown_and_lifted(
+    aclient: wai.AsyncClient, api: httpx.AsyncClient
+) -> None:
+    await make(aclient, "available")
+    await aclient.set_queue_limits("q", global_concurrency=3)
+    path = "/queues/{name}/kinds/{kind}/limit"
+    body = {"rate_limit": {"limit": 10, "per": 60.0, "burst": 2}}
+    answer = conforms(
+        await api.put(f"{API}/queues/q/kinds/work/limit", json=body, headers=AUTH), "PUT", path
+    )
+    assert answer == {"queue": "q", "kind": "work", **body}
+    # per and burst take their defaults; the answer gives the burst as stored
+    answer = conforms(
+        await api.put(
+            f"{API}/queues/q/kinds/billing.charge:v2/limit",
+            json={"rate_limit": {"limit": 30}},
+            headers=AUTH,
+        ),
+        "PUT",
+        path,
+    )
+    assert answer == {
+        "queue": "q",
+        "kind": "billing.charge:v2",
+        "rate_limit": {"limit": 30, "per": 1.0, "burst": 3},
+    }
+    [q] = conforms(await api.get(f"{API}/queues"), "GET", "/queues")["items"]
+    assert q["kind_rate_limits"] == {
+        "work": body["rate_limit"],
+        "billing.charge:v2": {"limit": 30, "per": 1.0, "burst": 3},
+    }
+    assert q["kind_tokens"] == {"work": 2.0, "billing.charge:v2": 3.0}  # new buckets start full
+    assert (q["rate_limit"], q["global_concurrency"]) == (None, 3)  # the queue's own, kept
+    [stats] = await aclient.queue_stats()
+    assert stats.kind_rate_limits["work"] == wai.RateLimit(10, per=60.0, burst=2)
+
+    lifted = {"rate_limit": None}
+    answer = conforms(
+        await api.put(f"{API}/queues/q/kinds/work/limit", json=lifted, headers=AUTH), "PUT", path
+    )
+    assert answer == {"queue": "q", "kind": "work", "rate_limit": None}
+    [q] = conforms(await api.get(f"{API}/queues"), "GET", "/queues")["items"]
+    assert list(q["kind_rate_limits"]) == list(q["kind_tokens"]) == ["billing.charge:v2"]
+    # lifting a limit the kind does not have answers the same and changes nothing
+    before = await snapshot(aclient)
+    answer = conforms(
+        await api.put(f"{API}/queues/q/kinds/other/limit", json=lifted, headers=AUTH), "PUT", path
+    )
+    assert answer == {"queue": "q", "kind": "other", "rate_limit": None}
+    assert (await snapshot(aclient))["kind_limits"] == before["kind_limits"]
+
+    # a queue no job names yet gets its row, and is listed with its kind's limit
+    conforms(
+        await api.put(f"{API}/queues/fresh/kinds/work/limit", json=body, headers=AUTH), "PUT", path
+    )
+    listed = conforms(await api.get(f"{API}/queues"), "GET", "/queues")["items"]
+    assert {i["name"]: list(i["kind_rate_limits"]) for i in listed} == {
+        "fresh": ["work"],
+        "q": ["billing.charge:v2"],
+    }
+
+
+#: (body, what the 400's message says) of PUT /queues/q/kinds/work/limit
+BAD_KIND_LIMITS: list[tuple[Any, str]] = [
+    ({}, "'rate_limit' is required"),
+    ({"global_concurrency": 5}, "unknown field 'global_concurrency'"),
+    ({"rate_limit": None, "global_concurrency": None}, "unknown field 'global_concurrency'"),
+    ({"rate_limit": 10}, "rate_limit must be an object"),
+    ({"rate_limit": "10/s"}, "rate_limit must be an object"),
+    ({"rate_limit": True}, "rate_limit must be an object"),
+    ({"rate_limit": [10, 1]}, "rate_limit must be an object"),
+    ({"rate_limit": {}}, "rate_limit.limit is required"),
+    ({"rate_limit": {"per": 1, "burst": 2}}, "rate_limit.limit is required"),
+    ({"rate_limit": {"limit": 0}}, "rate_limit.limit must be from 1"),
+    ({"rate_limit": {"limit": -5}}, "rate_limit.limit must be from 1"),
+    ({"rate_limit": {"limit": 2**70}}, "rate_limit.limit must be"),
+    ({"rate_limit": {"limit": 2.5}}, "rate_limit.limit must be an integer"),
+    ({"rate_limit": {"limit": "10"}}, "rate_limit.limit must be an integer"),
+    ({"rate_limit": {"limit": None}}, "rate_limit.limit must be an integer"),
+    ({"rate_limit": {"limit": 5, "per": 0}}, "rate_limit.per must be a number of seconds"),
+    ({"rate_limit": {"limit": 5, "per": 86_401}}, "rate_limit.per must be a number of seconds"),
+    ({"rate_limit": {"limit": 5, "per": False}}, "rate_limit.per must be a number of seconds"),
+    ({"rate_limit": {"limit": 5, "per": "60"}}, "rate_limit.per must be a number of seconds"),
+    ({"rate_limit": {"limit": 5, "burst": 0}}, "rate_limit.burst must be from 1"),
+    ({"rate_limit": {"limit": 5, "burst": "2"}}, "rate_limit.burst must be an integer"),
+    ({"rate_limit": {"limit": 5, "kind": "x"}}, "unknown field 'kind' in rate_limit"),
+    ([], "must be a JSON object"),
+    (None, "must be a JSON object"),
+    ("charge", "must be a JSON object"),
+]
+
+
+async def test_hostile_kind_limits_are_400_with_a_clear_message_and_change_nothing(
+    aclient: wai.AsyncClient, world: World, api: httpx.AsyncClient
+) -> None:
+    await aclient.set_kind_rate_limit("q", "work", wai.RateLimit(7, burst=2))
+    before = await snapshot(aclient)
+    url = f"{API}/queues/q/kinds/work/limit"
+    json_type = {**AUTH, "Content-Type": "application/json"}
+    for body, message in BAD_KIND_LIMITS:
+        response = await api.put(url, content=json.dumps(body).encode(), headers=json_type)
+        assert message in refused(response, 400, "bad_request")["message"], body
+    for content in (
+        b"",
+        b"{",
+        b'{"rate_limit": {"limit": 5, "per": 1e400}}',
+        b'{"rate_limit": NaN}',
+    ):
+        refused(await api.put(url, content=content, headers=json_type), 400, "bad_request")
+    refused(await api.put(url, content=b"{}", headers=AUTH), 415, "unsupported_media_type")
+    refused(await api.post(url, json={"rate_limit": None}, headers=AUTH), 405)
+    refused(await api.get(url), 405)
+    assert await snapshot(aclient) == before
+
+
+async def test_hostile_kinds_are_4xx_and_change_nothing(
+    aclient: wai.AsyncClient, world: World, api: httpx.AsyncClient
+) -> None:
+    before = await snapshot(aclient)
+    body = {"rate_limit": {"limit": 5}}
+    for bad in [
+        "a%20b",
+        "%00",
+        "a%00b",
+        "x" * 201,
+        "%C3%A9",
+        "'%3B--",
+        "%2E%2E%2Fx",
+        "%EF%BF%BD",
+        "work%0A",
+    ]:
+        response = await api.put(f"{API}/queues/q/kinds/{bad}/limit", json=body, headers=AUTH)
+        if response.status_code == 404:  # a path no route matches at all
+            refused(response, 404, "not_found")
+        else:
+            assert "kind: invalid job kind" in refused(response, 400, "bad_request")["message"]
+    for bad in ["a%20b", "x" * 201]:  # the queue is checked too
+        response = await api.put(f"{API}/queues/{bad}/kinds/work/limit", json=body, headers=AUTH)
+        assert "invalid queue name" in refused(response, 400, "bad_request")["message"]
+    assert await snapshot(aclient) == before
+
+
 async def test_depth_history(aclient: wai.AsyncClient, api: httpx.AsyncClient) -> None:
     assert conforms(await api.get(f"{API}/stats/depth"), "GET", "/stats/depth") == {"items": []}
     for state in ("available", "running"):
@@ -1087,6 +1235,8 @@ async def test_hostile_ids_are_400_and_change_nothing(
         ("POST", "/queues/{}/resume"),
         ("POST", "/queues/{}/drain"),
         ("PUT", "/queues/{}/limits"),
+        ("PUT", "/queues/{}/kinds/work/limit"),
+        ("PUT", "/queues/q/kinds/{}/limit"),
         ("GET", "/cron/{}"),
         ("POST", "/cron/{}/pause"),
         ("POST", "/cron/{}/trigger"),

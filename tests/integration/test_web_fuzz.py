@@ -181,6 +181,8 @@ AUTHORIZATION = st.one_of(
 #: Queue names for path parameters: the seeded ones, and dot segments (valid queue names
 #: that reach the API only percent-encoded, as schemathesis sends them).
 QUEUES = ("q", "dq", "other", ".", "..")
+#: Kind names for path parameters: the seeded jobs' kind, one with a rate limit, dot segments.
+KINDS = ("work", "charge", ".", "..")
 SCHEDULES = ("nightly", "reports/daily")
 
 # One round trip: a digest of every row of each table an action could touch.
@@ -190,6 +192,8 @@ _DIGEST = (
     " (SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t::text), '')) FROM wai.dlq t),"
     " (SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t::text), '')) FROM wai.queues t),"
     " (SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t::text), ''))"
+    " FROM wai.kind_limits t),"
+    " (SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t::text), ''))"
     " FROM wai.cron_schedules t),"
     " (SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t::text), '')) FROM wai.outbox t),"
     " (SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t::text), ''))"
@@ -198,7 +202,7 @@ _DIGEST = (
 
 
 async def digest(client: wai.AsyncClient) -> tuple[Any, ...]:
-    """Digests of jobs, dlq, queues, cron_schedules, outbox and runtime_instances."""
+    """Digests of jobs, dlq, queues, kind_limits, cron_schedules, outbox and runtime_instances."""
     [row] = await fetch(client, _DIGEST)
     return row
 
@@ -225,11 +229,13 @@ async def seed(client: wai.AsyncClient) -> Known:
     await client.cancel(owing.id)  # a bare client holds no spec: its follow-ups are owed
     outbox = tuple(row[0] for row in await fetch(client, "SELECT id FROM wai.outbox"))
     await client.upsert_cron()  # stores again a schedule a case deleted
+    await client.set_kind_rate_limit("q", "charge", wai.RateLimit(5))  # again if a case lifted it
     return {
         "job_id": (*jobs, owing.id),
         "dlq_id": tuple(entries),
         "outbox_id": outbox,
         "queue": QUEUES,
+        "kind": KINDS,
         "cron": SCHEDULES,
     }
 
@@ -240,16 +246,17 @@ def drawn(operation_id: str, mode: GenerationMode, known: Known) -> st.SearchStr
     anywhere = op.as_strategy(generation_mode=mode)
     if not op.path_parameters:
         return anywhere
-    [name] = [p.name for p in op.path_parameters]
-    if name == "name":
-        values = known["queue" if op.path.startswith("/api/v1/queues/") else "cron"]
-    elif op.path.startswith("/api/v1/dlq/"):
-        values = known["dlq_id"]
-    else:
-        values = known[name]
-    existing = st.sampled_from(values).flatmap(
-        lambda value: op.as_strategy(generation_mode=mode, path_parameters={name: value})
-    )
+
+    def values(name: str) -> tuple[Any, ...]:
+        if name == "name":
+            return known["queue" if op.path.startswith("/api/v1/queues/") else "cron"]
+        if op.path.startswith("/api/v1/dlq/"):
+            return known["dlq_id"]
+        return known[name]
+
+    existing = st.fixed_dictionaries(
+        {p.name: st.sampled_from(values(p.name)) for p in op.path_parameters}
+    ).flatmap(lambda path: op.as_strategy(generation_mode=mode, path_parameters=path))
     return st.one_of(anywhere, existing)
 
 

@@ -57,7 +57,9 @@ def test_kind_of_dict_without_kind_is_rejected() -> None:
     assert kind_of({"to": "x"}, "send") == "send"
 
 
-@pytest.mark.parametrize("bad", ["", "a b", "x" * 201, HOSTILE, "tab\tkind", "naïve"])
+@pytest.mark.parametrize(
+    "bad", ["", "a b", "x" * 201, HOSTILE, "tab\tkind", "naïve", "kind\n", "x" * 200 + "\n"]
+)
 def test_kind_of_invalid_explicit_kind_is_rejected(bad: str) -> None:
     with pytest.raises(ValidationError, match="invalid job kind"):
         kind_of({"a": 1}, bad)
@@ -191,6 +193,8 @@ def test_kind_and_queue_checks_are_remembered_only_when_valid() -> None:
             kind_of({"a": 1}, "not valid")
         with pytest.raises(ValidationError, match="invalid queue name"):
             validate_queue("not valid")
+        with pytest.raises(ValidationError, match="invalid queue name"):
+            validate_queue("q\n")  # `$` alone would let a trailing newline through
         assert kind_of({"a": 1}, "ok.kind") == "ok.kind"
         assert validate_queue("ok-queue") == "ok-queue"
     for bad in (None, 7, ["a"]):

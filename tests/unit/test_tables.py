@@ -19,6 +19,7 @@ from wai.cli._tables import (
     has_flow,
     json_text,
     jsonable,
+    kind_limits_table,
     table,
     when,
 )
@@ -108,3 +109,25 @@ def test_the_flow_table_lists_only_the_queues_with_flow_control() -> None:
     )
     assert flow_table(stats[:1]) is None
     assert flow_table([]) is None
+
+
+def test_the_kind_limits_table_lists_each_limited_kind_with_its_tokens() -> None:
+    stats = [
+        _stats("plain", rate_limit=RateLimit(5)),
+        _stats(
+            "pay",
+            kind_rate_limits={"refund": RateLimit(2, per=60.0), "charge": RateLimit(10, burst=3)},
+            kind_tokens={"refund": 0.75, "charge": 3.0},
+        ),
+        _stats("mail", kind_rate_limits={"send": RateLimit(100)}, kind_tokens={"send": 9.96}),
+    ]
+    assert kind_limits_table(stats) == "\n".join(
+        [
+            "QUEUE  KIND    RATE LIMIT       TOKENS",
+            "pay    charge  10/1s burst 3       3.0",
+            "pay    refund  2/60s burst 1       0.8",
+            "mail   send    100/1s burst 10    10.0",
+        ]
+    )
+    assert kind_limits_table(stats[:1]) is None
+    assert kind_limits_table([]) is None

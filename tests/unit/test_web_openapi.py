@@ -26,6 +26,7 @@ from wai.web._params import (
     MAX_ID,
     Boolean,
     Integer,
+    Kind,
     Param,
     Queue,
     Text,
@@ -303,6 +304,20 @@ def test_queue_names_timestamps_and_booleans() -> None:
             Boolean().from_json("all", bad)
 
 
+def test_kind_names_are_checked_as_wai_checks_every_kind() -> None:
+    assert Kind().from_text("kind", "billing.charge:v2-x_1") == "billing.charge:v2-x_1"
+    assert Kind().from_json("kind", "charge") == "charge"
+    for bad in ("a b", "", "x" * 201, "é", "a/b", "a\x00b", "\ud800"):
+        with pytest.raises(ValidationError, match=r"^kind: invalid job kind"):
+            Kind().from_text("kind", bad)
+    with pytest.raises(ValidationError, match="kind must be a string, got int"):
+        Kind().from_json("kind", 7)
+    pattern = re.compile(Kind().schema()["pattern"])
+    assert pattern.match("billing.charge:v2-x_1")
+    assert not pattern.match("a b")
+    assert not pattern.match("x" * 201)
+
+
 def test_query_strings_are_strict() -> None:
     params = (Param(name="limit", type=Integer(1, 1000), default=100, description="n"),)
     assert parse_query(params, []) == {"limit": 100}
@@ -375,3 +390,20 @@ def test_the_limits_body_requires_both_fields_and_documents_the_rate_limit() -> 
         86_400,
     )
     assert op["x-wai-mutates"] is True
+
+
+def test_the_kind_limit_body_requires_its_rate_limit_and_names_queue_and_kind() -> None:
+    op = document(ROUTES, "")["paths"]["/api/v1/queues/{name}/kinds/{kind}/limit"]["put"]
+    schema = op["requestBody"]["content"]["application/json"]["schema"]
+    assert op["requestBody"]["required"] is True
+    assert schema["required"] == ["rate_limit"]
+    assert schema["additionalProperties"] is False
+    [rate, null] = schema["properties"]["rate_limit"]["anyOf"]
+    assert null == {"type": "null"}
+    assert (rate["required"], rate["additionalProperties"]) == (["limit"], False)
+    params = {p["name"]: p for p in op["parameters"]}
+    assert set(params) == {"name", "kind"}
+    assert all(p["in"] == "path" and p["required"] for p in params.values())
+    assert params["kind"]["schema"] == Kind().schema()
+    assert op["x-wai-mutates"] is True
+    assert op["operationId"] == "setKindRateLimit"

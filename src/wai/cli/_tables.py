@@ -27,6 +27,7 @@ __all__ = [
     "jobs_table",
     "json_text",
     "jsonable",
+    "kind_limits_table",
     "queues_table",
     "table",
     "when",
@@ -191,6 +192,24 @@ def flow_table(stats: Sequence[QueueStats]) -> str | None:
     headers = ["QUEUE", "RATE LIMIT", "TOKENS", "RUNNING", "GLOBAL LIMIT", "KEYS RUNNING",
                "WAITING TURN"]  # fmt: skip
     return table(headers, rows, right=5)
+
+
+def kind_limits_table(stats: Sequence[QueueStats]) -> str | None:
+    """The rate limits of kinds within queues, one line per kind with the tokens its bucket
+    holds now, by queue and kind; None when no queue has one."""
+    rows = [
+        [
+            q.name,
+            kind,
+            str(q.kind_rate_limits[kind]),
+            f"{q.kind_tokens[kind]:.1f}" if kind in q.kind_tokens else "-",
+        ]
+        for q in stats
+        for kind in sorted(q.kind_rate_limits)
+    ]
+    if not rows:
+        return None
+    return table(["QUEUE", "KIND", "RATE LIMIT", "TOKENS"], rows, right=1)
 
 
 def _compact(value: Any) -> str:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from wai._flow import MAX_LIMIT, RateLimit
 from wai._inserts import validate_queue
+from wai._kinds import validate_kind
 from wai.cli import _tables
 from wai.cli._common import (
     UsageError,
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from wai._admin import QueueStats
     from wai.cli._common import SubParsers
 
-__all__ = ["add_commands", "limits_line", "merged_limits"]
+__all__ = ["add_commands", "kind_limit", "kind_limit_line", "limits_line", "merged_limits"]
 
 _COUNT = int_in(1, MAX_LIMIT, "an integer")
 
@@ -56,10 +57,17 @@ def _add_limit(queues: SubParsers) -> None:
     p = subparser(
         queues,
         "limit",
-        "set or lift the rate limit and global concurrency of queue NAME, for every worker",
+        "set or lift the rate limit and global concurrency of queue NAME, or the rate limit "
+        "of one kind within it, for every worker",
         _cmd_limit,
     )
     p.add_argument("name", metavar="NAME", help="the queue")
+    p.add_argument(
+        "--kind",
+        metavar="KIND",
+        help="set or lift the rate limit of the jobs of KIND within the queue instead, with "
+        "--rate/--per/--burst or --no-rate (a kind has only a rate limit)",
+    )
     rate = p.add_mutually_exclusive_group()
     rate.add_argument(
         "--rate",
@@ -104,6 +112,9 @@ def _cmd_list(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     flow = _tables.flow_table(stats)
     if flow is not None:
         print(f"\n{flow}")
+    kinds = _tables.kind_limits_table(stats)
+    if kinds is not None:
+        print(f"\n{kinds}")
     outbox = client.outbox_stats()
     if outbox.pending or outbox.failed:
         print(f"\n{stats_line(outbox)} (see wai outbox list)")
@@ -177,7 +188,58 @@ def limits_line(name: str, rate: RateLimit | None, concurrency: int | None) -> s
     return f"queue {name!r} limits: {rate_text}, {concurrency_text}"
 
 
+def kind_limit(args: argparse.Namespace) -> RateLimit | None:
+    """The rate limit ``wai queues limit NAME --kind KIND`` stores for the kind (None: lift).
+
+    ``--rate`` gives a whole rate limit (``--per`` defaults to 1 second, ``--burst`` to a
+    tenth of the rate), ``--no-rate`` none. Raises :class:`UsageError` for an option of
+    the queue's global concurrency (a kind has only a rate limit), for neither ``--rate``
+    nor ``--no-rate``, and for ``--per`` or ``--burst`` without ``--rate``.
+    """
+    if args.global_concurrency is not None or args.no_global_concurrency:
+        given = "--no-global-concurrency" if args.no_global_concurrency else "--global-concurrency"
+        raise UsageError(f"{given} does not go with --kind: a kind has only a rate limit")
+    if args.rate is None and (args.per is not None or args.burst is not None):
+        given = "--per" if args.per is not None else "--burst"
+        raise UsageError(f"{given} goes with --rate N (the rate limit is set whole)")
+    rate: int | None = args.rate
+    if rate is None:
+        if args.no_rate:
+            return None
+        raise UsageError(
+            "nothing to change: give --kind KIND with --rate N [--per SECONDS] [--burst N] "
+            "or --no-rate"
+        )
+    per = args.per if args.per is not None else 1.0
+    return RateLimit(rate, per=per, burst=args.burst)
+
+
+def kind_limit_line(name: str, kind: str, rate: RateLimit | None) -> str:
+    """``queue 'q' kind 'charge' limit: rate 10/1s burst 1``."""
+    rate_text = f"rate {rate}" if rate is not None else "no rate limit"
+    return f"queue {name!r} kind {kind!r} limit: {rate_text}"
+
+
+def _cmd_kind_limit(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    name: str = args.name
+    kind: str = args.kind
+    validate_queue(name)  # bad names, or options that say nothing, fail before connecting
+    validate_kind(kind)
+    rate = kind_limit(args)
+    client = admin_client(args, stack)
+    client.set_kind_rate_limit(name, kind, rate)
+    if rate is not None:  # as stored: the burst resolved
+        rate = RateLimit(rate.limit, per=rate.per, burst=rate.capacity)
+    if args.json:
+        print(_tables.json_text({"queue": name, "kind": kind, "rate_limit": rate}))
+    else:
+        print(kind_limit_line(name, kind, rate))
+    return 0
+
+
 def _cmd_limit(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    if args.kind is not None:
+        return _cmd_kind_limit(args, stack)
     name: str = args.name
     validate_queue(name)  # a bad name, or options that say nothing, fail before connecting
     merged_limits(args, None)

@@ -14,6 +14,7 @@ __all__ = [
     "list_queues",
     "pause_queue",
     "resume_queue",
+    "set_kind_rate_limit",
     "set_queue_limits",
     "throughput",
 ]
@@ -71,4 +72,19 @@ async def set_queue_limits(call: Call) -> dict[str, Any]:
         "queue": name,
         "rate_limit": None if stored is None else RATE_LIMIT.encode(stored),
         "global_concurrency": concurrency,
+    }
+
+
+async def set_kind_rate_limit(call: Call) -> dict[str, Any]:
+    """Set or lift (null) the rate limit of one kind within the queue; the limit as stored,
+    the burst resolved."""
+    name: str = call.args["name"]
+    kind: str = call.args["kind"]
+    rate: RateLimit | None = call.args["rate_limit"]
+    await call.client.set_kind_rate_limit(name, kind, rate)
+    stored = None if rate is None else RateLimit(rate.limit, per=rate.per, burst=rate.capacity)
+    return {
+        "queue": name,
+        "kind": kind,
+        "rate_limit": None if stored is None else RATE_LIMIT.encode(stored),
     }

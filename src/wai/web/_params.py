@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Literal, Protocol
 
-from wai._kinds import validate_queue
+from wai._kinds import validate_kind, validate_queue
 from wai._storable import check_text
 from wai.callbacks._waiting import decode_waiting_cursor
 from wai.dlq._models import decode_cursor
@@ -30,6 +30,7 @@ __all__ = [
     "Choice",
     "Cursor",
     "Integer",
+    "Kind",
     "Param",
     "ParamType",
     "Queue",
@@ -170,6 +171,28 @@ class Queue:
 
     def schema(self) -> dict[str, Any]:
         """``string`` with the queue name pattern."""
+        return {"type": "string", "pattern": r"^[A-Za-z0-9_.:\-]{1,200}$"}
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """A job kind: 1 to 200 of ``A-Z a-z 0-9 _ . : -``."""
+
+    def from_text(self, name: str, text: str) -> str:
+        """Check ``text``."""
+        return self.from_json(name, text)
+
+    def from_json(self, name: str, value: object) -> str:
+        """Check ``value`` as wai checks every job kind."""
+        if not isinstance(value, str):
+            raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
+        try:
+            return validate_kind(value)
+        except ValidationError as exc:
+            raise ValidationError(f"{name}: {exc}") from None
+
+    def schema(self) -> dict[str, Any]:
+        """``string`` with the kind name pattern."""
         return {"type": "string", "pattern": r"^[A-Za-z0-9_.:\-]{1,200}$"}
 
 

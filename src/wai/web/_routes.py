@@ -31,6 +31,7 @@ from wai.web._params import (
     Boolean,
     Choice,
     Integer,
+    Kind,
     Param,
     Queue,
     Secret,
@@ -49,6 +50,7 @@ _ID = Integer(1, MAX_ID)
 JOB_ID = Param(name="job_id", type=_ID, description="the job's id", required=True)
 OUTBOX_ID = Param(name="outbox_id", type=_ID, description="the outbox row's id", required=True)
 QUEUE_NAME = Param(name="name", type=Queue(), description="the queue's name", required=True)
+KIND_NAME = Param(name="kind", type=Kind(), description="the job kind", required=True)
 CRON_NAME = Param(
     name="name",
     type=Text(),
@@ -333,6 +335,37 @@ ROUTES: Final[tuple[Endpoint, ...]] = (
             queue={"type": "string"},
             rate_limit={"anyOf": [ref("RateLimit"), {"type": "null"}]},
             global_concurrency={"type": ["integer", "null"]},
+        ),
+        mutates=True,
+    ),
+    Endpoint(
+        method="PUT",
+        path="/queues/{name}/kinds/{kind}/limit",
+        operation_id="setKindRateLimit",
+        tag="queues",
+        summary="Set or lift the rate limit of one kind within a queue",
+        description="For every worker at once: at most `limit` jobs of the kind start in the "
+        "queue every `per` seconds (a token bucket of `burst` tokens), across all processes, "
+        "on top of the queue's own limits; jobs of other kinds are not held back by it. "
+        "`rate_limit` is required, and `null` lifts the kind's limit. A rate limit set again "
+        "unchanged keeps its bucket's tokens. Answers the limit as stored (`burst` resolved); "
+        "`GET /api/v1/queues` shows it with the bucket's tokens (`kind_rate_limits`, "
+        "`kind_tokens`).",
+        calls="set_kind_rate_limit",
+        handler=queues.set_kind_rate_limit,
+        path_params=(QUEUE_NAME, KIND_NAME),
+        body=(
+            Param(
+                name="rate_limit",
+                type=Nullable(RateLimitObject()),
+                description="the kind's rate limit, or null for none",
+                required=True,
+            ),
+        ),
+        response=_object(
+            queue={"type": "string"},
+            kind={"type": "string"},
+            rate_limit={"anyOf": [ref("RateLimit"), {"type": "null"}]},
         ),
         mutates=True,
     ),

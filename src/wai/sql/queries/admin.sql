@@ -296,12 +296,14 @@ LEFT JOIN held AS h ON h.name = n.name
 LEFT JOIN kinds AS kl ON kl.name = n.name;
 
 -- name: queue_flow_figures :many
--- The flow control gauges of every queue that has a limit or ordering keys at work: the
--- bucket's tokens now (with a rate limit), the global concurrency, the ordering keys with
--- an attempt running and the available jobs held back by an earlier job of their key (as
--- queue_live_counts counts them). Reads the queues table, key_turns (a row per running key)
--- and the available jobs that carry an ordering key, through their partial indexes: never
--- the jobs without a key, nor finished ones.
+-- The flow control gauges of every queue that has a limit (its own, or a rate limit of one
+-- of its kinds) or ordering keys at work: the bucket's tokens now (with a rate limit), the
+-- global concurrency, the ordering keys with an attempt running, the available jobs held
+-- back by an earlier job of their key (as queue_live_counts counts them), and the tokens
+-- now of each of its rate-limited kinds' buckets (kind_tokens: {kind: tokens}, empty
+-- without one). Reads the queues table, kind_limits, key_turns (a row per running key) and
+-- the available jobs that carry an ordering key, through their partial indexes: never the
+-- jobs without a key, nor finished ones.
 WITH turns AS (
     SELECT queue AS name, count(*) AS keys_running FROM {schema}.key_turns GROUP BY queue
 ),
@@ -315,11 +317,22 @@ held AS (
             AND o.state IN ('scheduled', 'available', 'running', 'retryable', 'waiting_external'))
     GROUP BY j.queue
 ),
+kinds AS (
+    SELECT k.queue AS name,
+           jsonb_object_agg(k.kind, greatest(0, least(k.rate_burst::float8,
+               coalesce(k.rate_tokens, k.rate_burst::float8)
+               + k.rate_limit / k.rate_per
+                 * greatest(0, extract(epoch FROM now() - coalesce(k.rate_at, now()))))))
+               AS kind_tokens
+    FROM {schema}.kind_limits AS k
+    GROUP BY k.queue
+),
 names AS (
     SELECT name FROM {schema}.queues
     WHERE rate_limit IS NOT NULL OR global_concurrency IS NOT NULL
     UNION SELECT name FROM turns
     UNION SELECT name FROM held
+    UNION SELECT name FROM kinds
 )
 SELECT n.name,
        CASE WHEN q.rate_limit IS NOT NULL THEN
@@ -329,11 +342,13 @@ SELECT n.name,
        END AS rate_tokens,
        q.global_concurrency,
        coalesce(t.keys_running, 0)::int AS keys_running,
-       coalesce(h.waiting_turn, 0)::int AS waiting_turn
+       coalesce(h.waiting_turn, 0)::int AS waiting_turn,
+       coalesce(kl.kind_tokens, '{}'::jsonb) AS kind_tokens
 FROM names AS n
 LEFT JOIN {schema}.queues AS q ON q.name = n.name
 LEFT JOIN turns AS t ON t.name = n.name
 LEFT JOIN held AS h ON h.name = n.name
+LEFT JOIN kinds AS kl ON kl.name = n.name
 ORDER BY n.name;
 
 -- name: jobs_size_estimate :one

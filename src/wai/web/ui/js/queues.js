@@ -54,7 +54,8 @@ function rate(limit) {
 }
 
 // Flow control, one line per part the queue has: its rate limit with the tokens its bucket
-// holds now, the attempts running against its global concurrency, its ordering keys at work.
+// holds now, the attempts running against its global concurrency, its ordering keys at work,
+// and a line per kind with a rate limit of its own.
 function flow(q) {
   const parts = [];
   if (q.rate_limit) {
@@ -67,6 +68,12 @@ function flow(q) {
   if (q.keys_running || q.waiting_turn) {
     const keys = `${num(q.keys_running)} ${q.keys_running === 1 ? "key" : "keys"} running`;
     parts.push(h("div", { dataset: { flow: "keys" } }, keys, h("span", { class: "muted" }, ` · ${num(q.waiting_turn)} waiting their turn`)));
+  }
+  // The rate limits of its kinds, by name, each with the tokens its own bucket holds now.
+  for (const kind of Object.keys(q.kind_rate_limits).sort()) {
+    const limit = q.kind_rate_limits[kind];
+    const tokens = kind in q.kind_tokens ? q.kind_tokens[kind].toFixed(1) : "—";
+    parts.push(h("div", { dataset: { flow: "kind", kind } }, `${kind} ${rate(limit)}`, h("span", { class: "muted" }, ` · ${tokens} of ${num(limit.burst)} tokens`)));
   }
   return parts.length ? h("div", { class: "flow small" }, parts) : h("span", { class: "muted" }, "—");
 }
