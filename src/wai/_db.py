@@ -518,19 +518,22 @@ def kind_limit_set(
     kind: str,
     rate_limit: RateLimit | None,
 ) -> None:
-    """Set (None: lift) the rate limit of ``kind`` within ``queue``."""
-    conn.execute(
-        query("kind_limit_set", schema),
-        {
-            "queue": queue,
-            "kind": kind,
-            "rate_limit": rate_limit.limit if rate_limit else None,
-            "rate_per": rate_limit.per if rate_limit else None,
-            "rate_burst": rate_limit.capacity if rate_limit else None,
-            "flow_channel": flow_channel(schema),
-            "channel": channel(schema),
-        },
-    )
+    """Set (None: lift) the rate limit of ``kind`` within ``queue``, in one transaction
+    with the queue's flag of kind limits."""
+    with conn.transaction():
+        conn.execute(
+            query("kind_limit_set", schema),
+            {
+                "queue": queue,
+                "kind": kind,
+                "rate_limit": rate_limit.limit if rate_limit else None,
+                "rate_per": rate_limit.per if rate_limit else None,
+                "rate_burst": rate_limit.capacity if rate_limit else None,
+                "flow_channel": flow_channel(schema),
+                "channel": channel(schema),
+            },
+        )
+        conn.execute(query("queue_kind_limits_flag", schema), {"queue": queue})
 
 
 def queue_resume(conn: Connection[Any], schema: str, name: str) -> None:

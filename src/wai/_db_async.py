@@ -523,19 +523,22 @@ async def kind_limit_set(
     kind: str,
     rate_limit: RateLimit | None,
 ) -> None:
-    """Set (None: lift) the rate limit of ``kind`` within ``queue``."""
-    await conn.execute(
-        query("kind_limit_set", schema),
-        {
-            "queue": queue,
-            "kind": kind,
-            "rate_limit": rate_limit.limit if rate_limit else None,
-            "rate_per": rate_limit.per if rate_limit else None,
-            "rate_burst": rate_limit.capacity if rate_limit else None,
-            "flow_channel": flow_channel(schema),
-            "channel": channel(schema),
-        },
-    )
+    """Set (None: lift) the rate limit of ``kind`` within ``queue``, in one transaction
+    with the queue's flag of kind limits."""
+    async with conn.transaction():
+        await conn.execute(
+            query("kind_limit_set", schema),
+            {
+                "queue": queue,
+                "kind": kind,
+                "rate_limit": rate_limit.limit if rate_limit else None,
+                "rate_per": rate_limit.per if rate_limit else None,
+                "rate_burst": rate_limit.capacity if rate_limit else None,
+                "flow_channel": flow_channel(schema),
+                "channel": channel(schema),
+            },
+        )
+        await conn.execute(query("queue_kind_limits_flag", schema), {"queue": queue})
 
 
 async def queue_resume(conn: AsyncConnection[Any], schema: str, name: str) -> None:

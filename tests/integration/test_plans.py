@@ -41,7 +41,6 @@ PARAMS: dict[str, Any] = {
     "run_at": [None, None],
     "queue": "q",
     "limit": 32,
-    "limited": False,
     "deadline_kinds": ["work"],
     "deadline_seconds": [5.0],
     "default_deadline": None,
@@ -51,7 +50,8 @@ PARAMS: dict[str, Any] = {
 def generic_plan(conn: psycopg.Connection[Any], name: str, schema: str) -> str:
     converted = PostgresQuery(Transformer(conn))
     # the claim runs with its limit written in the text (see _claim_query)
-    text = _claim_query(schema, 32) if name == "job_claim" else query(name, schema)
+    claims = ("job_claim", "job_claim_limited")
+    text = _claim_query(schema, 32, name) if name in claims else query(name, schema)
     converted.convert(text, PARAMS)
     text = converted.query.decode()
     nulls = ", ".join("NULL" for _ in converted.params or ())
@@ -82,6 +82,7 @@ def analyzed(sclient: wai.Client) -> wai.Client:
     "name",
     [
         "job_claim",
+        "job_claim_limited",
         "job_finalize_many",
         "job_finalize_many_ids",
         "job_heartbeat_many",
@@ -104,12 +105,14 @@ def without_flow_cap(plan: str) -> str:
     return re.sub(r"\n  CTE (?:cap|spent_by_kind)\n(?:    .*\n)+", "\n", plan + "\n")
 
 
-def test_only_the_flow_cap_of_the_claim_reads_running_rows(analyzed: wai.Client) -> None:
+def test_only_the_flow_cap_of_the_limited_claim_reads_running_rows(analyzed: wai.Client) -> None:
     with analyzed._connection() as conn:
-        plan = generic_plan(conn, "job_claim", analyzed.schema)
-    assert "jobs_running_idx" in plan, plan
-    assert "CTE cap" in plan, plan
-    assert "jobs_running_idx" not in without_flow_cap(plan), plan
+        plain = generic_plan(conn, "job_claim", analyzed.schema)
+        limited = generic_plan(conn, "job_claim_limited", analyzed.schema)
+    assert "jobs_running_idx" not in plain, plain
+    assert "CTE cap" in limited, limited
+    assert "jobs_running_idx" in limited, limited
+    assert "jobs_running_idx" not in without_flow_cap(limited), limited
 
 
 def test_the_claim_is_prepared_with_its_limit_in_the_text() -> None:

@@ -15,7 +15,9 @@ def _returning(name: str) -> list[str]:
     return [item.split()[0].removeprefix("j.") for item in text.split(",")]
 
 
-@pytest.mark.parametrize("name", ["job_claim", "job_claim_id", "job_finalize_many"])
+@pytest.mark.parametrize(
+    "name", ["job_claim", "job_claim_limited", "job_claim_id", "job_finalize_many"]
+)
 def test_claim_and_finalize_return_the_row_columns_in_order(name: str) -> None:
     assert _returning(name) == list(ROW_COLUMNS)
 

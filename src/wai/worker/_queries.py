@@ -34,8 +34,8 @@ __all__ = [
 
 
 @functools.lru_cache(maxsize=1024)
-def _claim_query(schema: str, limit: int) -> LiteralString:
-    """job_claim with its LIMIT written as a literal.
+def _claim_query(schema: str, limit: int, name: str = "job_claim") -> LiteralString:
+    """job_claim (or job_claim_limited) with its LIMIT written as a literal.
 
     With ``LIMIT %(limit)s`` a generic plan must guess how many rows the claim takes (a
     tenth of the table), costs far above a custom plan's, and PostgreSQL then plans the
@@ -43,16 +43,15 @@ def _claim_query(schema: str, limit: int) -> LiteralString:
     process uses is its own prepared statement whose generic plan is the custom one:
     planned once per connection.
     """
-    text = query("job_claim", schema)
+    text = query(name, schema)
     return text.replace("%(limit)s", str(int(limit)))  # type: ignore[return-value]
 
 
 def _claim_params(
-    queue: str, deadlines: dict[str, float], default_deadline: float | None, *, limited: bool
+    queue: str, deadlines: dict[str, float], default_deadline: float | None
 ) -> dict[str, Any]:
     return {
         "queue": queue,
-        "limited": limited,
         "deadline_kinds": list(deadlines),
         "deadline_seconds": list(deadlines.values()),
         "default_deadline": default_deadline,
@@ -75,7 +74,7 @@ async def job_claim(
     async with conn.cursor(row_factory=job_rows) as cur:
         await cur.execute(
             _claim_query(schema, limit),
-            _claim_params(queue, deadlines, default_deadline, limited=False),
+            _claim_params(queue, deadlines, default_deadline),
         )
         return await cur.fetchall()
 
@@ -96,8 +95,8 @@ async def job_claim_limited(
         lock = await conn.execute(query("queue_flow_lock", schema), {"queue": queue})
         claim = conn.cursor(row_factory=job_rows)
         await claim.execute(
-            _claim_query(schema, limit),
-            _claim_params(queue, deadlines, default_deadline, limited=True),
+            _claim_query(schema, limit, "job_claim_limited"),
+            _claim_params(queue, deadlines, default_deadline),
         )
         after = await conn.execute(query("queue_flow_after", schema), {"queue": queue})
         limits = await lock.fetchone()

@@ -14,6 +14,9 @@ ALTER TABLE {schema}.queues
     ADD COLUMN global_concurrency  integer CHECK (global_concurrency BETWEEN 1 AND 1000000),
     -- Whether a job waiting for its retry keeps the later jobs of its ordering key waiting.
     ADD COLUMN retry_holds_key     boolean,
+    -- Whether kind_limits holds a row of the queue (kept by the statements that write
+    -- them), so that a plain claim learns the queue is limited from this row alone.
+    ADD COLUMN has_kind_limits     boolean NOT NULL DEFAULT false,
     ADD CHECK ((rate_limit IS NULL) = (rate_per IS NULL)
                AND (rate_limit IS NULL) = (rate_burst IS NULL));
 
@@ -31,17 +34,6 @@ CREATE TABLE {schema}.kind_limits (
     updated_at   timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (queue, kind)
 );
-
--- The claim walks two indexes: jobs without an ordering key in claim order (as before),
--- and jobs with one in insert order, so that a long line of jobs waiting for their key's
--- turn never stands in the way of the others.
-CREATE INDEX jobs_claim_plain_idx ON {schema}.jobs (queue, priority, run_at, id)
-    WHERE state = 'available' AND ordering_key IS NULL;
-DROP INDEX {schema}.jobs_claim_idx;
-ALTER INDEX {schema}.jobs_claim_plain_idx RENAME TO jobs_claim_idx;
-
-CREATE INDEX jobs_claim_keyed_idx ON {schema}.jobs (queue, id)
-    WHERE state = 'available' AND ordering_key IS NOT NULL;
 
 -- Whose turn it is: the jobs of a key that have not finished, in insert order. A job may
 -- start only when no earlier job of its key is in one of these states.

@@ -160,6 +160,14 @@ SELECT l.name, pg_notify(%(flow_channel)s, l.name), pg_notify(%(channel)s, l.nam
 FROM locked AS l
 WHERE (SELECT count(*) FROM lifted) >= 0 AND (SELECT count(*) FROM stored) >= 0;
 
+-- name: queue_kind_limits_flag :exec
+-- Whether the queue has kind limits, counted again after kind_limit_set in its transaction
+-- (a statement of its own: its snapshot sees every kind limit committed before the queue's
+-- row was locked, and this transaction's change).
+UPDATE {schema}.queues AS q
+SET has_kind_limits = EXISTS (SELECT 1 FROM {schema}.kind_limits AS k WHERE k.queue = q.name)
+WHERE q.name = %(queue)s;
+
 -- name: queue_resume :one
 -- Let workers claim from a queue again and wake them at once.
 WITH resumed AS (
@@ -215,15 +223,12 @@ SELECT id FROM drained WHERE (SELECT count(*) FROM stopped) >= 0;
 -- oldest available job has been due, the queue's pause flag and its flow control: the
 -- limits, the bucket's tokens now, the ordering keys with an attempt running, and the
 -- available jobs held back by an earlier job of their key. One branch per partial index
--- (the two claim indexes, running, due and waiting), so only live rows are read however
+-- (the claim, running, due and waiting indexes), so only live rows are read however
 -- much finished history the table holds. Queues are those with live jobs plus those in
 -- the queues table.
 WITH live AS (
     SELECT queue, 'available' AS state, count(*) AS n, min(run_at) AS oldest_available
-    FROM {schema}.jobs WHERE state = 'available' AND ordering_key IS NULL GROUP BY queue
-    UNION ALL
-    SELECT queue, 'available', count(*), min(run_at) FROM {schema}.jobs
-    WHERE state = 'available' AND ordering_key IS NOT NULL GROUP BY queue
+    FROM {schema}.jobs WHERE state = 'available' GROUP BY queue
     UNION ALL
     SELECT queue, 'running', count(*), NULL FROM {schema}.jobs
     WHERE state = 'running' GROUP BY queue
@@ -238,8 +243,7 @@ per_queue AS (
     SELECT queue AS name,
            jsonb_object_agg(state, n) AS counts,
            min(oldest_available) AS oldest_available
-    FROM (SELECT queue, state, sum(n) AS n, min(oldest_available) AS oldest_available
-          FROM live GROUP BY queue, state) AS l
+    FROM live
     GROUP BY queue
 ),
 turns AS (
@@ -248,7 +252,9 @@ turns AS (
 held AS (
     SELECT j.queue AS name, count(*) AS waiting_turn
     FROM {schema}.jobs AS j
+    -- The state listed again as jobs_ordering_idx lists it, so that the index answers.
     WHERE j.state = 'available' AND j.ordering_key IS NOT NULL
+      AND j.state IN ('scheduled', 'available', 'running', 'retryable', 'waiting_external')
       AND EXISTS (
           SELECT 1 FROM {schema}.jobs AS o
           WHERE o.queue = j.queue AND o.ordering_key = j.ordering_key AND o.id < j.id
@@ -310,7 +316,9 @@ WITH turns AS (
 held AS (
     SELECT j.queue AS name, count(*) AS waiting_turn
     FROM {schema}.jobs AS j
+    -- The state listed again as jobs_ordering_idx lists it, so that the index answers.
     WHERE j.state = 'available' AND j.ordering_key IS NOT NULL
+      AND j.state IN ('scheduled', 'available', 'running', 'retryable', 'waiting_external')
       AND EXISTS (
           SELECT 1 FROM {schema}.jobs AS o
           WHERE o.queue = j.queue AND o.ordering_key = j.ordering_key AND o.id < j.id

@@ -263,46 +263,95 @@ ORDER BY id DESC
 LIMIT %(limit)s;
 
 -- name: job_claim :many
--- Lock up to %(limit)s available jobs of a queue in claim order and start an attempt on each.
--- Two candidate walks, each an index walk that stops at the LIMIT and passes over rows
--- another claim holds (SKIP LOCKED): jobs without an ordering key in claim order
--- (jobs_claim_idx), and jobs with one whose key's turn it is, in insert order
--- (jobs_claim_keyed_idx): no earlier job of the key is unfinished (jobs_ordering_idx; a job
--- waiting for its retry counts unless the queue's retry_holds_key is false). The best
--- %(limit)s of both, capped by the queue's flow control, are taken; a keyed job starts
--- only if its key_turns row goes in (ON CONFLICT DO NOTHING: one attempt per key at once,
--- even against a claim whose snapshot predates ours).
--- A paused queue claims nothing (one primary-key probe of the queues table), and neither
--- does a queue under flow control when %(limited)s is false: such a queue is claimed only
--- under the lock of queue_flow_lock, taken earlier in the same transaction, so that this
--- statement's snapshot sees every claim before it; its rate limit and global concurrency
--- then cap the batch, and the tokens it takes leave the bucket; a kind with a rate limit of
--- its own in the queue (kind_limits) takes at most its bucket's whole tokens.
+-- Lock up to %(limit)s available jobs of a queue in claim order and start an attempt on each:
+-- the claim of a queue without flow control (job_claim_limited claims the others).
+-- A paused queue claims nothing, and neither does one under flow control (one primary-key
+-- probe of the queues table); its claims take the queue's lock first (queue_flow_lock).
+-- A job with an ordering key starts only if its key_turns row goes in (ON CONFLICT DO
+-- NOTHING: one attempt per key at once, even against a claim whose snapshot predates
+-- ours; a job that loses that race stays available, its batch goes on).
 -- The update finds the picked rows through `id = ANY (ARRAY(...))`, which only a
 -- primary-key probe per row satisfies, so that a generic plan of the prepared statement
 -- never joins the picked ids to a scan of the table. RETURNING lists wai.job.ROW_COLUMNS,
 -- in their order (JobRow.from_row).
+WITH picked AS (
+    SELECT j.id, j.ordering_key FROM {schema}.jobs AS j
+    WHERE j.state = 'available' AND j.queue = %(queue)s
+      AND NOT EXISTS (
+          SELECT 1 FROM {schema}.queues AS q
+          WHERE q.name = %(queue)s
+            AND (q.paused OR q.rate_limit IS NOT NULL OR q.global_concurrency IS NOT NULL
+                 OR q.has_kind_limits))
+      -- A job with an ordering key only when it is its key's turn: no earlier job of its
+      -- key is unfinished (jobs_ordering_idx; ordering_key IS NULL spares the other jobs
+      -- the probe).
+      AND (j.ordering_key IS NULL OR NOT EXISTS (
+          SELECT 1 FROM {schema}.jobs AS o
+          WHERE o.queue = j.queue AND o.ordering_key = j.ordering_key AND o.id < j.id
+            AND o.state IN ('scheduled', 'available', 'running', 'retryable', 'waiting_external')
+            AND (o.state <> 'retryable'
+                 OR coalesce((SELECT q.retry_holds_key FROM {schema}.queues AS q
+                              WHERE q.name = %(queue)s), true))))
+    -- The order of jobs_claim_idx (available rows only): an index walk that stops at the LIMIT.
+    -- SKIP LOCKED: concurrent claims pass over each other's rows instead of waiting on them.
+    ORDER BY j.priority, j.run_at, j.id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+turns AS (
+    INSERT INTO {schema}.key_turns AS t (queue, ordering_key, job_id)
+    SELECT %(queue)s, p.ordering_key, p.id FROM picked AS p WHERE p.ordering_key IS NOT NULL
+    ON CONFLICT DO NOTHING
+    RETURNING t.job_id
+)
+UPDATE {schema}.jobs AS j
+-- The statement's time, not the transaction's: a limited claim's transaction started
+-- before it waited for the queue's lock, and attempted_at is the time its tokens count.
+SET state = 'running',
+    attempt = j.attempt + 1,
+    run_lease = j.run_lease + 1,
+    attempted_at = statement_timestamp(),
+    heartbeat_at = statement_timestamp(),
+    -- The kind's own deadline (its task's), else the queue's; NULL (none) leaves it NULL.
+    deadline_at = statement_timestamp() + make_interval(secs => coalesce(
+        (SELECT d.seconds FROM unnest(%(deadline_kinds)s::text[], %(deadline_seconds)s::float8[])
+             AS d(kind, seconds) WHERE d.kind = j.kind),
+        %(default_deadline)s::float8
+    ))
+WHERE j.id = ANY (ARRAY(
+    SELECT p.id FROM picked AS p WHERE p.ordering_key IS NULL
+    UNION ALL
+    SELECT t.job_id FROM turns AS t))
+RETURNING
+    j.id, j.kind, j.queue, j.args::text, j.state, j.priority, j.attempt, j.max_attempts,
+    j.run_at, j.attempted_at, j.heartbeat_at, j.deadline_at, j.finalized_at, j.created_at,
+    j.errors::text, j.metadata::text, j.tags, j.unique_key, j.ordering_key, j.callback_id,
+    j.callback_timeout_at, j.run_lease, j.progress::text, j.trigger_job_id,
+    j.trigger_run_lease, j.trigger_outcome, j.trigger_spec, j.callback_result::text;
+
+-- name: job_claim_limited :many
+-- job_claim for a queue under flow control, run after queue_flow_lock in one transaction,
+-- so that this statement's snapshot sees every claim of the queue before it. Its rate
+-- limit (a token bucket in its queues row), the rate limits of its kinds (kind_limits) and
+-- its global concurrency cap the batch, and the tokens taken leave the buckets. Jobs of a
+-- kind whose bucket holds no whole token are passed over, not waited for.
 WITH flow AS MATERIALIZED (
     SELECT q.paused,
-           q.rate_limit IS NOT NULL OR q.global_concurrency IS NOT NULL
-               OR EXISTS (SELECT 1 FROM {schema}.kind_limits AS k WHERE k.queue = q.name)
-               AS limited,
            q.rate_limit,
            -- The bucket now: what it held at rate_at plus the refill since, at most the burst.
-           -- Counted from the statement's start, which comes after the lock: claims serialized
-           -- by it see their times in order (now(), the transaction's start, may not).
+           -- Counted from the statement's start, which comes after the lock: claims
+           -- serialized by it see their times in order (now(), the transaction's start,
+           -- may not).
            least(q.rate_burst::float8, coalesce(q.rate_tokens, q.rate_burst::float8)
                  + q.rate_limit / q.rate_per
                    * greatest(0, extract(epoch FROM statement_timestamp()
                                                - coalesce(q.rate_at, statement_timestamp()))))
                AS tokens,
-           q.global_concurrency,
-           coalesce(q.retry_holds_key, true) AS retry_holds_key
+           q.global_concurrency
     FROM {schema}.queues AS q
     WHERE q.name = %(queue)s
 ),
 kinds AS MATERIALIZED (
-    -- The buckets of the queue's rate-limited kinds (read under the lock: %(limited)s).
     SELECT k.kind,
            least(k.rate_burst::float8, coalesce(k.rate_tokens, k.rate_burst::float8)
                  + k.rate_limit / k.rate_per
@@ -310,82 +359,61 @@ kinds AS MATERIALIZED (
                                                - coalesce(k.rate_at, statement_timestamp()))))
                AS tokens
     FROM {schema}.kind_limits AS k
-    WHERE %(limited)s AND k.queue = %(queue)s
+    WHERE k.queue = %(queue)s
 ),
 spent_kinds AS MATERIALIZED (
-    -- Kinds without a whole token: both walks pass over their jobs rather than stop at them.
+    -- Kinds without a whole token: the walk passes over their jobs rather than stop at them.
     SELECT coalesce(array_agg(k.kind), '{}') AS kinds FROM kinds AS k WHERE k.tokens < 1
 ),
-blocked AS MATERIALIZED (
-    SELECT coalesce((SELECT f.paused OR (f.limited AND NOT %(limited)s) FROM flow AS f), false)
-        AS blocked
+cap AS MATERIALIZED (
+    -- How many jobs flow control lets this claim take.
+    SELECT CASE WHEN coalesce(f.paused, false) THEN 0 ELSE greatest(0, least(
+        %(limit)s,
+        floor(f.tokens)::int,
+        -- Attempts running now, waits in place for a callback included (their handler
+        -- still holds a slot); rows of a crashed process count until rescued.
+        CASE WHEN f.global_concurrency IS NOT NULL THEN f.global_concurrency - (
+            SELECT count(*)::int FROM {schema}.jobs AS r
+            WHERE r.queue = %(queue)s
+              AND (r.state = 'running'
+                   OR (r.state = 'waiting_external' AND r.heartbeat_at IS NOT NULL))) END))
+    END AS n
+    FROM (SELECT 1) AS one LEFT JOIN flow AS f ON true
 ),
-plain AS (
-    SELECT id, kind, priority, run_at FROM {schema}.jobs
-    WHERE state = 'available' AND queue = %(queue)s AND ordering_key IS NULL
-      AND NOT (SELECT b.blocked FROM blocked AS b)
+picked AS (
+    SELECT j.id, j.kind, j.priority, j.run_at, j.ordering_key FROM {schema}.jobs AS j
+    WHERE j.state = 'available' AND j.queue = %(queue)s
+      AND (SELECT n FROM cap) > 0
       -- A CASE, which the planner gives an even chance: `kind <> ALL (...)`, estimated from
       -- the kinds' statistics, may look so selective that it scans and sorts the whole
       -- queue rather than walk the index to the LIMIT.
-      AND CASE WHEN kind = ANY ((SELECT s.kinds FROM spent_kinds AS s)::text[]) THEN false
+      AND CASE WHEN j.kind = ANY ((SELECT s.kinds FROM spent_kinds AS s)::text[]) THEN false
                ELSE true END
-    -- The order of jobs_claim_idx: an index walk that stops at the LIMIT.
-    ORDER BY priority, run_at, id
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-),
-heads AS (
-    SELECT id, kind, priority, run_at, ordering_key FROM {schema}.jobs AS j
-    WHERE state = 'available' AND queue = %(queue)s AND ordering_key IS NOT NULL
-      AND NOT (SELECT b.blocked FROM blocked AS b)
-      AND CASE WHEN kind = ANY ((SELECT s.kinds FROM spent_kinds AS s)::text[]) THEN false
-               ELSE true END
-      AND NOT EXISTS (
+      -- A job with an ordering key only when it is its key's turn: no earlier job of its
+      -- key is unfinished (jobs_ordering_idx; ordering_key IS NULL spares the other jobs
+      -- the probe).
+      AND (j.ordering_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM {schema}.jobs AS o
           WHERE o.queue = j.queue AND o.ordering_key = j.ordering_key AND o.id < j.id
             AND o.state IN ('scheduled', 'available', 'running', 'retryable', 'waiting_external')
             AND (o.state <> 'retryable'
-                 OR coalesce((SELECT f.retry_holds_key FROM flow AS f), true)))
-    ORDER BY id
+                 OR coalesce((SELECT q.retry_holds_key FROM {schema}.queues AS q
+                              WHERE q.name = %(queue)s), true))))
+    ORDER BY j.priority, j.run_at, j.id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ),
-cap AS MATERIALIZED (
-    -- How many jobs flow control lets this claim take (the LIMIT when it is off).
-    SELECT greatest(0, least(
-        %(limit)s,
-        CASE WHEN %(limited)s AND f.rate_limit IS NOT NULL THEN floor(f.tokens)::int END,
-        CASE WHEN %(limited)s AND f.global_concurrency IS NOT NULL THEN
-            -- Attempts running now, waits in place for a callback included (their handler
-            -- still holds a slot); rows of a crashed process count until rescued.
-            f.global_concurrency - (
-                SELECT count(*)::int FROM {schema}.jobs AS r
-                WHERE r.queue = %(queue)s
-                  AND (r.state = 'running'
-                       OR (r.state = 'waiting_external' AND r.heartbeat_at IS NOT NULL)))
-        END)) AS n
-    FROM (SELECT 1) AS one LEFT JOIN flow AS f ON true
-),
-candidates AS (
-    SELECT id, kind, priority, run_at, NULL::text AS ordering_key FROM plain
-    UNION ALL
-    SELECT id, kind, priority, run_at, ordering_key FROM heads
-),
 chosen AS MATERIALIZED (
-    SELECT c.id, c.kind, c.ordering_key FROM candidates AS c
+    SELECT p.id, p.kind, p.ordering_key FROM picked AS p
     -- A rate-limited kind takes as many jobs as its bucket holds whole tokens: a job is
-    -- passed over when its rank among the candidates of its kind exceeds them (the rank is
-    -- counted only for the kinds with a bucket, so an unlimited claim sorts nothing more).
-    WHERE CASE WHEN NOT EXISTS (SELECT 1 FROM kinds) THEN true
-               ELSE NOT EXISTS (
-                   SELECT 1 FROM kinds AS k
-                   WHERE k.kind = c.kind
-                     AND k.tokens < (SELECT count(*) FROM candidates AS o
-                                     WHERE o.kind = c.kind
-                                       AND (o.priority, o.run_at, o.id)
-                                           <= (c.priority, c.run_at, c.id)))
-          END
-    ORDER BY c.priority, c.run_at, c.id
+    -- passed over when its rank among the picked jobs of its kind exceeds them.
+    WHERE NOT EXISTS (
+        SELECT 1 FROM kinds AS k
+        WHERE k.kind = p.kind
+          AND k.tokens < (SELECT count(*) FROM picked AS o
+                          WHERE o.kind = p.kind
+                            AND (o.priority, o.run_at, o.id) <= (p.priority, p.run_at, p.id)))
+    ORDER BY p.priority, p.run_at, p.id
     LIMIT (SELECT n FROM cap)
 ),
 turns AS (
@@ -400,12 +428,11 @@ taken AS MATERIALIZED (
     WHERE c.ordering_key IS NULL OR c.id IN (SELECT t.job_id FROM turns AS t)
 ),
 spent AS (
-    -- The tokens this claim takes leave the bucket (only under the lock: %(limited)s).
     UPDATE {schema}.queues AS q
     SET rate_tokens = f.tokens - (SELECT count(*) FROM taken),
         rate_at = greatest(statement_timestamp(), coalesce(q.rate_at, statement_timestamp()))
     FROM flow AS f
-    WHERE %(limited)s AND q.name = %(queue)s AND q.rate_limit IS NOT NULL
+    WHERE q.name = %(queue)s AND q.rate_limit IS NOT NULL
 ),
 spent_by_kind AS (
     UPDATE {schema}.kind_limits AS k
@@ -444,8 +471,7 @@ RETURNING
 SELECT q.rate_limit, q.rate_per, q.rate_burst, q.global_concurrency
 FROM {schema}.queues AS q
 WHERE q.name = %(queue)s
-  AND (q.rate_limit IS NOT NULL OR q.global_concurrency IS NOT NULL
-       OR EXISTS (SELECT 1 FROM {schema}.kind_limits AS k WHERE k.queue = q.name))
+  AND (q.rate_limit IS NOT NULL OR q.global_concurrency IS NOT NULL OR q.has_kind_limits)
 FOR NO KEY UPDATE;
 
 -- name: queue_flow_after :one
@@ -471,8 +497,7 @@ WHERE q.name = %(queue)s;
 -- name: queue_flow_settings :one
 -- Whether a queue is under flow control: a rate limit, a global concurrency or a rate limit
 -- of one of its kinds (no row: never configured).
-SELECT q.rate_limit IS NOT NULL OR q.global_concurrency IS NOT NULL
-       OR EXISTS (SELECT 1 FROM {schema}.kind_limits AS k WHERE k.queue = q.name)
+SELECT q.rate_limit IS NOT NULL OR q.global_concurrency IS NOT NULL OR q.has_kind_limits
 FROM {schema}.queues AS q
 WHERE q.name = %(queue)s;
 

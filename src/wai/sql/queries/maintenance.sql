@@ -93,9 +93,11 @@ WITH given AS (
         AS g(queue, kind, rate_limit, rate_per, rate_burst)
 ),
 queues AS (
-    INSERT INTO {schema}.queues AS q (name)
-    SELECT DISTINCT g.queue FROM given AS g
-    ON CONFLICT (name) DO UPDATE SET updated_at = now()
+    -- has_kind_limits: from now on the queue is claimed under its lock (limits are only
+    -- added here; kind_limit_set, which lifts them, counts them again).
+    INSERT INTO {schema}.queues AS q (name, has_kind_limits)
+    SELECT DISTINCT g.queue, true FROM given AS g
+    ON CONFLICT (name) DO UPDATE SET has_kind_limits = true, updated_at = now()
     RETURNING q.name
 ),
 stored AS (
@@ -220,8 +222,6 @@ due AS (
         ) AS t
         WHERE j.queue = a.name
           AND j.state = 'available'
-          -- Jobs with an ordering key run in insert order whatever their priority.
-          AND j.ordering_key IS NULL
           AND j.priority > 1
           AND j.run_at <= now() - a.priority_aging
           AND t.target < j.priority
