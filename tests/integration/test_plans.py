@@ -230,4 +230,4 @@ def test_the_flow_gauges_read_no_job_without_an_ordering_key(analyzed: wai.Clien
     assert "Seq Scan on jobs" not in plan, plan
     indexes = set(re.findall(r" using (\w+) on jobs\b", plan))
     assert indexes, plan
-    assert indexes <= {"jobs_claim_keyed_idx", "jobs_ordering_idx"}, plan
+    assert indexes <= {"jobs_ordering_idx"}, plan
