@@ -152,48 +152,45 @@ class Secret:
         return {"type": "string", "minLength": 1, "maxLength": self.max_length, "writeOnly": True}
 
 
+class _Name:
+    """A name wai checks with ``_check``: 1 to 200 of ``A-Z a-z 0-9 _ . : -``."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def _check(value: str, /) -> str:
+        raise NotImplementedError
+
+    def from_text(self, name: str, text: str) -> str:
+        """Check ``text``."""
+        return self.from_json(name, text)
+
+    def from_json(self, name: str, value: object) -> str:
+        """Check ``value`` as wai checks every such name."""
+        if not isinstance(value, str):
+            raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
+        try:
+            return self._check(value)
+        except ValidationError as exc:
+            raise ValidationError(f"{name}: {exc}") from None
+
+    def schema(self) -> dict[str, Any]:
+        """``string`` with the name pattern."""
+        return {"type": "string", "pattern": r"^[A-Za-z0-9_.:\-]{1,200}$"}
+
+
 @dataclass(frozen=True, slots=True)
-class Queue:
+class Queue(_Name):
     """A queue name: 1 to 200 of ``A-Z a-z 0-9 _ . : -``."""
 
-    def from_text(self, name: str, text: str) -> str:
-        """Check ``text``."""
-        return self.from_json(name, text)
-
-    def from_json(self, name: str, value: object) -> str:
-        """Check ``value`` as wai checks every queue name."""
-        if not isinstance(value, str):
-            raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
-        try:
-            return validate_queue(value)
-        except ValidationError as exc:
-            raise ValidationError(f"{name}: {exc}") from None
-
-    def schema(self) -> dict[str, Any]:
-        """``string`` with the queue name pattern."""
-        return {"type": "string", "pattern": r"^[A-Za-z0-9_.:\-]{1,200}$"}
+    _check = staticmethod(validate_queue)
 
 
 @dataclass(frozen=True, slots=True)
-class Kind:
+class Kind(_Name):
     """A job kind: 1 to 200 of ``A-Z a-z 0-9 _ . : -``."""
 
-    def from_text(self, name: str, text: str) -> str:
-        """Check ``text``."""
-        return self.from_json(name, text)
-
-    def from_json(self, name: str, value: object) -> str:
-        """Check ``value`` as wai checks every job kind."""
-        if not isinstance(value, str):
-            raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
-        try:
-            return validate_kind(value)
-        except ValidationError as exc:
-            raise ValidationError(f"{name}: {exc}") from None
-
-    def schema(self) -> dict[str, Any]:
-        """``string`` with the kind name pattern."""
-        return {"type": "string", "pattern": r"^[A-Za-z0-9_.:\-]{1,200}$"}
+    _check = staticmethod(validate_kind)
 
 
 @dataclass(frozen=True, slots=True)
