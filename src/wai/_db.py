@@ -40,6 +40,7 @@ from wai.outbox._models import OutboxEntry
 __all__ = [
     "cancel_channel",
     "channel",
+    "due_channel",
     "flow_channel",
     "job_cancel",
     "job_complete_by_caller",
@@ -59,6 +60,7 @@ __all__ = [
     "kind_limit_set",
     "migrate_applied",
     "migrate_apply",
+    "probe_channel",
     "queue_depth_history",
     "queue_drain",
     "queue_flow_figures",
@@ -81,6 +83,18 @@ def channel(schema: str) -> str:
 def flow_channel(schema: str) -> str:
     """The NOTIFY channel that tells workers of ``schema`` a queue's limits changed."""
     return f"{validate_schema(schema)}.flow"
+
+
+def due_channel(schema: str) -> str:
+    """The NOTIFY channel that wakes promotion and cron in ``schema``: a job became
+    scheduled or retryable, or a periodic schedule changed (triggers; empty payload)."""
+    return f"{validate_schema(schema)}.due"
+
+
+def probe_channel(schema: str) -> str:
+    """The NOTIFY channel on which a worker of ``schema`` checks that its LISTEN
+    connection receives notifications (its own random payload)."""
+    return f"{validate_schema(schema)}.probe"
 
 
 def cancel_channel(schema: str) -> str:

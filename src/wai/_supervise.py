@@ -5,7 +5,8 @@ finalizer, heartbeats, LISTEN, the runtime record, hooks, the outbox sweeper, th
 elector and the leader's services) runs through one of two helpers:
 
 - :func:`repeat` for a loop made of passes: a pass that raises is logged with its
-  traceback and the next pass runs after a backoff;
+  traceback and the next pass runs after a backoff (:func:`repeat_paced` too, for a
+  loop that waits longer while idle, :mod:`wai._pace`);
 - :func:`supervise` for a loop that keeps state across iterations and cannot simply
   skip one: it is restarted from scratch after a backoff.
 
@@ -26,14 +27,19 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import psycopg
 from psycopg.errors import TransactionRollback
 from psycopg_pool import PoolTimeout
 
 from wai._logging import emit
+from wai._pace import next_wait, wait_woken
 
-__all__ = ["Backoff", "repeat", "supervise"]
+if TYPE_CHECKING:
+    from wai._pace import IdlePace
+
+__all__ = ["Backoff", "repeat", "repeat_paced", "supervise"]
 
 logger = logging.getLogger("wai")
 
@@ -108,6 +114,42 @@ async def repeat(
         else:
             backoff.reset()
             delay = interval
+
+
+async def repeat_paced(
+    name: str,
+    step: Callable[[], Awaitable[tuple[bool, float | None]]],
+    *,
+    interval: float,
+    pace: IdlePace,
+) -> None:
+    """Await ``step()`` until cancelled, waiting longer after passes that found nothing.
+
+    ``step`` returns ``(busy, due_in)``: whether the pass did something, and how many
+    seconds until it knows it has work (None: it knows of none). The wait after it is
+    :func:`wai._pace.next_wait`; a note on ``pace.wakeups`` ends it early, but never
+    before ``interval`` (notes come in bursts: passes stay that far apart). The event is
+    cleared before each pass, so a note sent during the pass brings the next one sooner.
+    A failed step is logged and retried as in :func:`repeat`.
+    """
+    backoff = Backoff(interval or 0.05, max(interval, 30.0))
+    event = pace.wakeups.event()
+    idle = 0
+    while True:
+        event.clear()
+        try:
+            busy, due_in = await step()
+        except Exception as exc:
+            delay = backoff.next()
+            _log_failure(exc, name, f"next try in {delay:.2f} s")
+            await asyncio.sleep(delay)
+            continue
+        backoff.reset()
+        idle = 0 if busy else idle + 1
+        delay = next_wait(
+            interval, cap=pace.cap, idle=idle, listening=pace.listening(), due_in=due_in
+        )
+        await wait_woken(event, delay, floor=interval)
 
 
 async def supervise(

@@ -1,8 +1,11 @@
-"""``bench/idle.py`` runs end to end for a few seconds: a smoke, not the figures.
+"""``bench/idle.py`` runs end to end for a minute: the figures are in bench/RESULTS.md.
 
-The figures are in bench/RESULTS.md; this checks that the worker starts, the counters are
-read, the job inserted after the idle spell is picked up (the script exits non-zero
-otherwise) and the table comes out.
+This checks that the worker starts, the counters are read, the jobs inserted after idle
+spells are picked up (the script exits non-zero otherwise), the table comes out, and the
+budget holds: an idle worker with the default timings makes at most 2 transactions a
+second once its idle loops have backed off (it made 5.5 before they did). The window is
+30 s: PostgreSQL's counters reach pg_stat_database up to 10 s late, which a shorter
+window would turn into noise.
 """
 
 from __future__ import annotations
@@ -22,13 +25,16 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_idle_bench_smoke(database_url: str) -> None:
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "idle.py"), "--database-url", database_url,
-         "--dbname", f"wai_idle_smoke_{os.getpid()}", "--seconds", "3", "--warmup", "1"],
+         "--dbname", f"wai_idle_smoke_{os.getpid()}", "--seconds", "30", "--warmup", "20",
+         "--pickups", "3", "--pickup-idle", "2"],
         capture_output=True, text=True, timeout=280, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     rows = [line for line in done.stdout.splitlines() if line.startswith("| ")]
-    assert rows[0] == "| transactions/s | connections | first pickup after the idle spell |"
-    rate, connections, pickup = (cell.strip() for cell in rows[1].strip("| ").split(" | "))
-    assert float(rate) > 0
+    assert rows[0] == (
+        "| transactions/s | connections | first pickups after idling (ms): p50, p99, max |"
+    )
+    rate, connections, pickups = (cell.strip() for cell in rows[1].strip("| ").split(" | "))
+    assert 0 < float(rate) <= 2.0
     assert int(connections) >= 1
-    assert pickup.endswith(" ms")
+    assert pickups.endswith("(n=3)")

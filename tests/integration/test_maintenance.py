@@ -85,7 +85,10 @@ async def test_promoter_run_once_promotes_only_due_rows(aclient: wai.AsyncClient
     promoter = Promoter(aclient.pool, aclient.schema, interval=1)
     result = await promoter.run_once()
 
-    assert result == PromoterResult({"q": 2, "other": 1})
+    assert result.promoted == {"q": 2, "other": 1}
+    # the next job due is an hour ahead (the one promoted rows are not counted)
+    assert result.due_in is not None
+    assert 3500 < result.due_in <= 3600
     states = {
         r[0]: r[1] for r in await fetch(aclient, "SELECT id, state::text FROM wai.jobs ORDER BY id")
     }
@@ -98,7 +101,12 @@ async def test_promoter_run_once_promotes_only_due_rows(aclient: wai.AsyncClient
         running.id: "running",
         available.id: "available",
     }
-    assert await promoter.run_once() == PromoterResult({})
+    again = await promoter.run_once()
+    assert again.promoted == {}
+    assert again.due_in is not None
+    assert 3500 < again.due_in <= 3600
+    await fetch(aclient, "DELETE FROM wai.jobs WHERE id = ANY(%s)", ([later.id, later_retry.id],))
+    assert await promoter.run_once() == PromoterResult({}, None)  # nothing is waiting
 
 
 async def test_promoter_run_once_works_through_several_batches(aclient: wai.AsyncClient) -> None:
@@ -107,7 +115,7 @@ async def test_promoter_run_once_works_through_several_batches(aclient: wai.Asyn
         [wai.EnqueueRequest(Work(n=i), queue="q", run_at=past) for i in range(7)]
     )
     promoter = Promoter(aclient.pool, aclient.schema, interval=1, batch_size=2)
-    assert await promoter.run_once() == PromoterResult({"q": 7})
+    assert await promoter.run_once() == PromoterResult({"q": 7}, None)
     assert await count(aclient, "state = 'available'") == 7
 
 

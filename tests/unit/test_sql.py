@@ -19,7 +19,7 @@ EXPECTED_QUERIES = {
     "job_finalize_many": "many",
     "job_heartbeat_many": "many",
     "job_heartbeat_finished": "many",
-    "job_promote_due": "many",
+    "job_promote_due": "one",
     "leader_attempt_elect": "one",
     "leader_resign": "exec",
 }

@@ -32,6 +32,7 @@ __all__ = ["add_commands", "add_worker_options", "run_worker", "worker_option_ar
 
 _TIMINGS = (
     ("poll_interval", "how often an idle queue is polled without a NOTIFY"),
+    ("idle_poll_interval", "how far idle polls, promotion and cron back off while LISTEN works"),
     ("heartbeat_interval", "how often running jobs refresh their heartbeat"),
     ("heartbeat_staleness", "heartbeat age after which a job is rescued"),
     ("rescue_interval", "how often the leader looks for stale jobs"),

@@ -144,11 +144,7 @@ class Schedule:
         """Build from a ``cron_schedules`` record; ``now`` is the database clock."""
         nxt: datetime | None = None
         if rec["paused_at"] is None:
-            try:
-                expr = CronExpression.parse(rec["expr"])
-                nxt = expr.next_after(max(rec["cursor_at"], now), parse_zone(rec["timezone"]))
-            except ValidationError:
-                nxt = None
+            nxt = next_fire(rec["expr"], rec["timezone"], max(rec["cursor_at"], now))
         return cls(
             name=rec["name"],
             expr=rec["expr"],
@@ -168,6 +164,15 @@ class Schedule:
             updated_at=rec["updated_at"],
             next_fire_at=nxt,
         )
+
+
+def next_fire(expr: str, timezone: str, after: datetime) -> datetime | None:
+    """A stored schedule's first fire time after ``after``; None if this version cannot
+    read its expression or zone (or it never fires again)."""
+    try:
+        return CronExpression.parse(expr).next_after(after, parse_zone(timezone))
+    except ValidationError:
+        return None
 
 
 def fire_plan(

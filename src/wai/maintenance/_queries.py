@@ -53,12 +53,19 @@ async def leader_resign(
     await conn.execute(query("leader_resign", schema), {"name": name, "leader_id": leader_id})
 
 
-async def job_promote_due(conn: AsyncConnection[Any], schema: str, limit: int) -> dict[str, int]:
-    """Promote due scheduled/retryable jobs; returns how many per queue."""
+async def job_promote_due(
+    conn: AsyncConnection[Any], schema: str, limit: int
+) -> tuple[dict[str, int], float | None]:
+    """Promote due scheduled/retryable jobs: how many per queue, and the seconds until
+    the next one left is due (None: no job is scheduled; 0 or less: one is due now)."""
     cur = await conn.execute(
         query("job_promote_due", schema), {"limit": limit, "channel": channel(schema)}
     )
-    return {r[0]: r[1] for r in await cur.fetchall()}
+    row = await cur.fetchone()
+    if row is None:  # the statement always returns its row; be safe all the same
+        return {}, None
+    counts, due_in = row
+    return {str(q): int(n) for q, n in counts.items()}, due_in
 
 
 async def runtime_instance_delete_stale(

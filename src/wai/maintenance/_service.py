@@ -12,7 +12,8 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from wai._logging import emit
-from wai._supervise import repeat
+from wai._pace import IdlePace
+from wai._supervise import repeat, repeat_paced
 
 __all__ = ["PeriodicService", "stop_tasks"]
 
@@ -53,11 +54,17 @@ class PeriodicService(ABC):
     """
 
     def __init__(
-        self, pool: AsyncConnectionPool[AsyncConnection[Any]], schema: str, *, interval: float
+        self,
+        pool: AsyncConnectionPool[AsyncConnection[Any]],
+        schema: str,
+        *,
+        interval: float,
+        pace: IdlePace | None = None,
     ) -> None:
         self.interval = interval
         self._pool = pool
         self._schema = schema
+        self._pace = pace
 
     @abstractmethod
     async def run_once(self) -> object:
@@ -69,9 +76,25 @@ class PeriodicService(ABC):
         A pass that raises is logged with its traceback and the next one runs after
         ``interval``, doubled for each consecutive failure, at most
         ``max(interval, 30)`` seconds (see :func:`wai._supervise.repeat`).
+        With a ``pace`` (services that know when they are next due: promotion, cron) a
+        pass that found nothing lets the next one wait longer while notifications can
+        wake the service (:func:`wai._supervise.repeat_paced`).
         """
-        await repeat(type(self).__name__, self._pass, interval=self.interval)
+        if self._pace is None:
+            await repeat(type(self).__name__, self._pass, interval=self.interval)
+        else:
+            name = type(self).__name__
+            await repeat_paced(name, self._paced_pass, interval=self.interval, pace=self._pace)
 
-    async def _pass(self) -> None:
+    async def _pass(self) -> object:
         result = await self.run_once()
         logger.debug("wai: %s pass: %s", type(self).__name__, result)
+        return result
+
+    async def _paced_pass(self) -> tuple[bool, float | None]:
+        return self.idle_state(await self._pass())
+
+    def idle_state(self, result: object) -> tuple[bool, float | None]:
+        """``(busy, due_in)`` of a pass's result: whether it did something, and the
+        seconds until it knows it has work. By default always busy (never backs off)."""
+        return True, None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -11,8 +11,9 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from wai._logging import emit
+from wai._pace import IdlePace
 from wai.cron import _queries_async as cron_db
-from wai.cron._models import MAX_FIRES_PER_PASS, fire_plan
+from wai.cron._models import MAX_FIRES_PER_PASS, fire_plan, next_fire
 from wai.errors import ValidationError
 from wai.maintenance._service import PeriodicService
 
@@ -33,6 +34,9 @@ class CronResult:
     fired: dict[str, int] = field(default_factory=dict[str, int])
     lost: list[str] = field(default_factory=list[str])
     unreadable: list[str] = field(default_factory=list[str])
+    #: Seconds from this pass's clock to the next fire of any schedule it read (None:
+    #: none will fire); what a paced firer sleeps at most.
+    due_in: float | None = None
 
 
 class CronFirer(PeriodicService):
@@ -43,17 +47,25 @@ class CronFirer(PeriodicService):
     (:func:`wai.cron.fire_plan`); one statement then moves the cursor with a
     compare-and-set and inserts the jobs, so a fire is enqueued once even when
     two processes run this pass at the same time (a failover, a stalled leader).
+    With a ``pace`` it sleeps, while idle, until the next fire of any schedule (or
+    the idle cap); a schedule added, changed or resumed wakes it (``<schema>.due``).
     """
 
     def __init__(
-        self, pool: AsyncConnectionPool[AsyncConnection[Any]], schema: str, *, interval: float
+        self,
+        pool: AsyncConnectionPool[AsyncConnection[Any]],
+        schema: str,
+        *,
+        interval: float,
+        pace: IdlePace | None = None,
     ) -> None:
-        super().__init__(pool, schema, interval=interval)
+        super().__init__(pool, schema, interval=interval, pace=pace)
         self._warned: set[tuple[str, str, str]] = set()
 
     async def run_once(self, now: datetime | None = None) -> CronResult:
         """Fire what is due; ``now`` overrides the database clock (for tests)."""
         result = CronResult()
+        due_in: float | None = None
         async with self._pool.connection() as conn:
             clock, schedules = await cron_db.cron_active(conn, self._schema)
             now = now or clock
@@ -89,7 +101,16 @@ class CronFirer(PeriodicService):
                         break
                     cursor = fires[-1]  # a long catch-up: continue after this batch
                     fires = fire_plan(s.expr, s.timezone, s.missed_fire_policy, cursor, now)
-        return result
+                coming = next_fire(s.expr, s.timezone, now)
+                if coming is not None:
+                    wait = (coming - now).total_seconds()
+                    due_in = wait if due_in is None else min(due_in, wait)
+        return replace(result, due_in=due_in)
+
+    def idle_state(self, result: object) -> tuple[bool, float | None]:
+        """Busy when it fired; next due at the next fire of any schedule."""
+        assert isinstance(result, CronResult)
+        return bool(result.fired), result.due_in
 
 
 def _log_fired(schedule: str, jobs: list[cron_db.FiredJob]) -> None:

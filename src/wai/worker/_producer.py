@@ -17,6 +17,7 @@ from psycopg_pool import AsyncConnectionPool
 from wai._flow import FlowState, claim_wait
 from wai._job import JobRow
 from wai._logging import emit
+from wai._pace import next_wait
 from wai._queues import QueueConfig
 from wai._supervise import supervise
 from wai.worker import _queries as worker_db
@@ -46,6 +47,8 @@ class QueueProducer:
         deadlines: dict[str, float],
         launch: Callable[[JobRow, QueueProducer], None],
         writers: int = 1,
+        idle_cap: float | None = None,
+        listening: Callable[[], bool] = lambda: False,
     ) -> None:
         self.name = name
         self.config = config
@@ -65,6 +68,10 @@ class QueueProducer:
         self._pool = pool
         self._schema = schema
         self._poll_interval = poll_interval
+        # While LISTEN delivers, an idle queue's poll backs off up to this (wai._pace).
+        self._idle_cap = poll_interval if idle_cap is None else idle_cap
+        self._listening = listening
+        self._idle = 0  # empty claims in a row
         self._burst = burst
         self._deadlines = deadlines
         self._launch = launch
@@ -198,9 +205,16 @@ class QueueProducer:
                 await self._freed.wait()
                 continue
             if not more:
+                # NOTIFY is only a wakeup: poll anyway, for one sent while LISTEN was down;
+                # while it delivers, each empty claim lets the next poll wait longer.
+                wait = next_wait(
+                    self._poll_interval,
+                    cap=self._idle_cap,
+                    idle=self._idle,
+                    listening=self._listening(),
+                )
                 with contextlib.suppress(TimeoutError):
-                    # NOTIFY is only a wakeup: poll anyway, for one sent while LISTEN was down.
-                    await asyncio.wait_for(self._wake.wait(), self._poll_interval)
+                    await asyncio.wait_for(self._wake.wait(), wait)
                 if self._stopping:
                     break
                 free = self.free_slots()
@@ -230,6 +244,7 @@ class QueueProducer:
             self.claims += 1
             self.last_claim_at = time.monotonic()
             self.claim_failing = False
+            self._idle = 0 if rows else self._idle + 1
             for row in rows:
                 self.running += 1
                 self._launch(row, self)

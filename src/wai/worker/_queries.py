@@ -26,6 +26,7 @@ __all__ = [
     "job_heartbeat_finished",
     "job_heartbeat_many",
     "kind_limits_upsert",
+    "notify",
     "queue_flow_settings",
     "queue_settings_upsert",
     "runtime_instance_delete",
@@ -121,6 +122,11 @@ async def queue_flow_settings(conn: AsyncConnection[Any], schema: str, queue: st
     cur = await conn.execute(query("queue_flow_settings", schema), {"queue": queue})
     row = await cur.fetchone()
     return row is not None and bool(row[0])
+
+
+async def notify(conn: AsyncConnection[Any], schema: str, channel: str, payload: str) -> None:
+    """Send one note on ``channel`` (the LISTEN probe)."""
+    await conn.execute(query("notify", schema), {"channel": channel, "payload": payload})
 
 
 async def job_heartbeat_many(

@@ -53,7 +53,7 @@ class Recorder:
         producers = list(rt.producers.values())
         claims = [p.last_claim_at for p in producers if p.last_claim_at is not None]
         beat = rt.heartbeater.last_beat_at if rt.heartbeater is not None else None
-        listen = rt.notifier.connected.is_set() if rt.notifier is not None else None
+        listen = rt.listening
         claim_failing = any(p.claim_failing for p in producers)
         # Until the first heartbeat pass, the loop counts as alive since start.
         beat_age = now - (beat if beat is not None else self._started)

@@ -19,6 +19,7 @@ from wai._job import JobRow, JobState
 from wai._logging import emit, job_extra, jobs_extra
 from wai._metrics import METRICS
 from wai._outcomes import Outcome, decide, describe_exception
+from wai._pace import IdlePace, Wakeups
 from wai._queues import QueueConfig, QueueSettings
 from wai.callbacks import _queries_async as callback_db
 from wai.maintenance import (
@@ -94,6 +95,8 @@ class Runtime:
         self.throughput: ThroughputRecorder | None = None
         self.announcer: Announcer | None = None
         self.hooks = HookDispatcher(client.registry)
+        #: Set by notes on ``<schema>.due``: wakes promotion and cron (wai._pace).
+        self.due = Wakeups()
         self.sweeper: OutboxSweeper | None = None
         self.gauges: DatabaseGauges | None = None
         self._unregister: list[Callable[[], None]] = []
@@ -152,6 +155,8 @@ class Runtime:
                 deadlines=deadlines,
                 launch=self._launch,
                 writers=self.settings.completion_writers,
+                idle_cap=self.settings.idle_poll_interval,
+                listening=self._delivering,
             )
         notifier = Notifier(
             client.listen_url or client.database_url,
@@ -161,8 +166,12 @@ class Runtime:
             subscriptions={
                 db.cancel_channel(schema): self._on_cancel,
                 db.flow_channel(schema): self._on_flow,
+                db.due_channel(schema): self._on_due,
                 callback_db.callback_channel(schema): self.callbacks.notify,
             },
+            on_lost=self._listen_lost,
+            probe=self._send_probe,
+            probe_channel=db.probe_channel(schema),
         )
         loops: list[tuple[str, Any]] = [
             ("hooks", self.hooks.run_forever()),
@@ -176,7 +185,9 @@ class Runtime:
                 "wai: LISTEN is off (listen_url=''): queues are polled every %g s",
                 self.settings.poll_interval,
             )
-        elif self.queues:  # a maintenance-only runtime claims nothing: no LISTEN needed
+        elif self.queues or self.settings.maintenance:
+            # A maintenance-only runtime claims nothing, but its promotion and cron
+            # passes back off while idle only if notes can wake them.
             self.notifier = notifier
             loops.append(("notifier", notifier.run_forever()))
         self.announcer = Announcer(pool, schema)
@@ -294,6 +305,7 @@ class Runtime:
                 self.client.schema,
                 interval=self.settings.promote_interval,
                 batch_size=self.settings.promote_batch_size,
+                pace=self._pace(),
             ),
             Rescuer(
                 self.client.pool,
@@ -314,7 +326,12 @@ class Runtime:
                 dlq=self.settings.dlq_retention,
             ),
             Aging(self.client.pool, self.client.schema, interval=self.settings.aging_interval),
-            CronFirer(self.client.pool, self.client.schema, interval=self.settings.cron_interval),
+            CronFirer(
+                self.client.pool,
+                self.client.schema,
+                interval=self.settings.cron_interval,
+                pace=self._pace(),
+            ),
             Analyzer(self.client.pool, self.client.schema, interval=self.settings.analyze_interval),
             DepthSampler(
                 self.client.pool, self.client.schema, interval=self.settings.depth_interval
@@ -326,6 +343,9 @@ class Runtime:
                 record_interval=self.settings.record_interval,
             ),
         ]
+
+    def _pace(self) -> IdlePace:
+        return IdlePace(self.settings.idle_poll_interval, self._delivering, self.due)
 
     def _rescued(self, rows: Sequence[tuple[JobRow, str]]) -> None:
         for row, reason in rows:
@@ -373,7 +393,7 @@ class Runtime:
             leader=self.elector is not None and self.elector.is_leader,
             in_flight=len(self.attempts),
             background={name: not task.done() for name, task in self._background.items()},
-            listening=self.notifier.connected.is_set() if self.notifier is not None else None,
+            listening=self.listening,
             loop_lag=self._lag.worst(time.monotonic()),
         )
 
@@ -649,6 +669,33 @@ class Runtime:
         # After a reconnect: notes sent while LISTEN was down are lost, limits' changes too.
         for p in self.producers.values():
             p.flow_changed()
+
+    def _delivering(self) -> bool:
+        return self.notifier is not None and self.notifier.delivering
+
+    def _on_due(self, _payload: str) -> None:
+        # A job became scheduled or retryable, or a cron schedule changed: promotion and
+        # cron compute when they are next due again.
+        self.due.set()
+
+    def _listen_lost(self) -> None:
+        # Loops backed off while idle must poll at their own interval again: wake them now,
+        # they see LISTEN down when they compute their next wait.
+        for p in self.producers.values():
+            p.wake()
+        self.due.set()
+
+    async def _send_probe(self, channel: str, payload: str) -> None:
+        async with self.client.pool.connection() as conn:
+            await worker_db.notify(conn, self.client.schema, channel, payload)
+
+    @property
+    def listening(self) -> bool | None:
+        """Whether the LISTEN connection is up; None when it serves no queue or LISTEN is
+        off (a maintenance-only runtime listens for its own pace, not for health)."""
+        if self.notifier is None or not self.queues:
+            return None
+        return self.notifier.connected.is_set()
 
     def _on_flow(self, payload: str) -> None:
         # A queue's limits changed: its claim loop reads them before its next claim.

@@ -16,6 +16,10 @@ class RuntimeSettings:
     """Keyword arguments of ``client.start``; every timing is in seconds.
 
     *poll_interval*: how often an idle queue is polled when no NOTIFY arrives.
+    *idle_poll_interval*: while the LISTEN connection delivers notifications, how
+    far an idle queue's poll, promotion and the cron pass back off (each doubles
+    its interval after every pass that found nothing, up to this; a notification
+    wakes it at once, see :mod:`wai._pace`).
     *heartbeat_interval*: how often running attempts refresh their heartbeat.
     *heartbeat_staleness*: how old a heartbeat must be before rescue (>= 3 x
     heartbeat_interval). *rescue_interval*, *promote_interval*,
@@ -53,6 +57,7 @@ class RuntimeSettings:
     """
 
     poll_interval: float = 1.0
+    idle_poll_interval: float = 30.0
     heartbeat_interval: float = 10.0
     heartbeat_staleness: float = 60.0
     rescue_interval: float = 10.0
@@ -86,6 +91,7 @@ class RuntimeSettings:
     def __post_init__(self) -> None:
         for name in (
             "poll_interval",
+            "idle_poll_interval",
             "heartbeat_interval",
             "heartbeat_staleness",
             "rescue_interval",

@@ -633,7 +633,7 @@ FROM (
 WHERE j.id = free.id
 RETURNING j.id;
 
--- name: job_promote_due :many
+-- name: job_promote_due :one
 -- Make due scheduled and retryable jobs available and wake their queues.
 WITH due AS (
     SELECT id FROM {schema}.jobs
@@ -652,10 +652,18 @@ promoted AS (
 notified AS (
     SELECT pg_notify(%(channel)s, q.queue) FROM (SELECT DISTINCT queue FROM promoted) AS q
 )
-SELECT queue, count(*) AS promoted FROM promoted
+-- One row: the jobs promoted per queue, and how many seconds until the next scheduled or
+-- retryable job is due, by the database clock (NULL: none is; 0 or less: one is due now,
+-- left by this pass's limit or locked elsewhere). The statement's snapshot still sees the
+-- promoted rows as they were: they are left out by id. First entries of jobs_due_idx.
+SELECT
+    coalesce((SELECT jsonb_object_agg(c.queue, c.n)
+              FROM (SELECT queue, count(*) AS n FROM promoted GROUP BY queue) AS c), '{}'),
+    extract(epoch FROM (SELECT min(j.run_at) FROM {schema}.jobs AS j
+                        WHERE j.state IN ('scheduled', 'retryable')
+                          AND j.id NOT IN (SELECT id FROM due)) - now())::float8
 -- Always true: counting a SELECT CTE runs it whole; one never read would send no NOTIFY.
-WHERE (SELECT count(*) FROM notified) >= 0
-GROUP BY queue;
+WHERE (SELECT count(*) FROM notified) >= 0;
 
 -- name: job_rescue_lock :many
 -- Lock a batch of attempts whose worker is presumed dead (stale heartbeat, also of a
@@ -744,3 +752,8 @@ SELECT o.id, o.job_id, o.run_lease, o.kind, o.outcome, o.detail, o.attempts, o.l
 FROM {schema}.outbox AS o
 WHERE o.job_id = ANY (%(ids)s::bigint[])
 ORDER BY o.id;
+
+-- name: notify :exec
+-- One note on a channel: a worker's LISTEN probe (wai.worker._notifier), sent over a
+-- pooled connection so that it proves notes from the pool's side reach the listener.
+SELECT pg_notify(%(channel)s, %(payload)s);
