@@ -161,5 +161,6 @@ def _pickup(client: Any) -> float | None:
         time.sleep(0.01)
     return None
 
+
 if __name__ == "__main__":
     main()
