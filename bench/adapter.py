@@ -99,6 +99,20 @@ class Adapter(ABC):
         """
         raise NotImplementedError(f"{self.name}: no table filter")
 
+    # -- the sustained run (sustained.py) ---------------------------------------------
+
+    def backlog_sql(self) -> str:
+        """One value: the jobs waiting to be claimed now (the backlog)."""
+        raise NotImplementedError(f"{self.name}: no backlog query")
+
+    def queue_tables(self) -> tuple[str, ...]:
+        """The tables every job passes through, as ``schema.table``, the busiest first.
+
+        ``sustained.py`` holds its snapshot by reading one row of the first, and marks
+        the autovacuum runs of all of them.
+        """
+        raise NotImplementedError(f"{self.name}: no queue tables")
+
     # -- the drain over stored terminal rows (drain1m) --------------------------------
 
     def fill_terminal_sql(self, n: int) -> list[str]:
@@ -167,6 +181,12 @@ class Adapter(ABC):
     @abstractmethod
     async def insert_timed(self, seq: int) -> None:
         """Insert one job whose args carry ``seq`` and ``t = time.time()`` taken just now."""
+
+    async def insert_chained(self, seq: int) -> None:
+        """Like :meth:`insert_timed`, for a job that enqueues one follow-up job when it
+        completes (the worker registers the follow-up; adapters with ``supports_followups``).
+        """
+        raise NotImplementedError(f"{self.name}: no follow-up jobs")
 
     @abstractmethod
     async def ping(self) -> None:

@@ -71,6 +71,14 @@ class PgqueuerAdapter(Adapter):
         """``pgqueuer``, ``pgqueuer_log``, ``pgqueuer_statistics`` and the rest."""
         return "relname LIKE 'pgqueuer%'"
 
+    def backlog_sql(self) -> str:
+        """Jobs in ``queued``."""
+        return "SELECT count(*) FROM pgqueuer WHERE status = 'queued'"
+
+    def queue_tables(self) -> tuple[str, ...]:
+        """A job is a row of ``pgqueuer`` until it finishes, and three of ``pgqueuer_log``."""
+        return ("public.pgqueuer", "public.pgqueuer_log")
+
     def fill_terminal_sql(self, n: int) -> list[str]:
         """3 aggregated log rows per finished job, their statistics, the id sequence."""
         n = int(n)

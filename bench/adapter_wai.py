@@ -46,6 +46,14 @@ class WaiAdapter(Adapter):
         """Every table of the ``wai`` schema."""
         return f"schemaname = '{SCHEMA}'"
 
+    def backlog_sql(self) -> str:
+        """Jobs in ``available``."""
+        return f"SELECT count(*) FROM {SCHEMA}.jobs WHERE state = 'available'"
+
+    def queue_tables(self) -> tuple[str, ...]:
+        """Every job is one row of ``wai.jobs``, from insert to retention cleanup."""
+        return (f"{SCHEMA}.jobs",)
+
     def fill_terminal_sql(self, n: int) -> list[str]:
         """``n`` completed ``noop`` jobs finalized a minute ago, generated in SQL.
 
@@ -111,6 +119,12 @@ class WaiAdapter(Adapter):
         from wai_jobs import Ping
 
         await self.client.insert(Ping(seq=seq, t=time.time()), queue=QUEUE)
+
+    async def insert_chained(self, seq: int) -> None:
+        """One ``Chained(seq, t=time.time())`` job; the worker enqueues a ``Done`` on completion."""
+        from wai_jobs import Chained
+
+        await self.client.insert(Chained(seq=seq, t=time.time()), queue=QUEUE)
 
     def origin(self) -> str | None:
         """The directory of the imported ``wai`` package."""

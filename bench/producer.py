@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import platform
 import sys
@@ -18,6 +19,7 @@ from typing import Any
 
 from adapter import Adapter, load_adapter
 from protocol import emit, read_line
+from windows import Windows
 
 
 def _dist_version(name: str) -> str | None:
@@ -76,6 +78,63 @@ async def _soak(
     }
 
 
+async def _sustained(
+    adapter: Adapter,
+    start: int,
+    seconds: float,
+    rate: float,
+    epoch: float,
+    window: float,
+    chain_every: int,
+) -> dict[str, Any]:
+    """Insert single timed jobs, job ``i`` due at ``epoch + i / rate``, until ``epoch + seconds``.
+
+    One insert at a time, each its own transaction (``insert_timed``; every
+    ``chain_every``-th job through ``insert_chained`` when ``chain_every`` > 0). The
+    schedule keeps its origin: a late insert is not dropped, the producer inserts
+    back-to-back until it has caught up; but it stops at ``epoch + seconds`` whatever is
+    still due (``behind_at_end``). Each window of ``window`` s is reported as it ends
+    (``windows.py``): jobs inserted, the insert call's duration and the largest lag behind
+    the schedule.
+    """
+    windows = Windows(epoch, window)
+    reporter = asyncio.create_task(windows.run())
+    # the schedule on the monotonic clock, anchored to the wall-clock epoch once
+    origin = time.perf_counter() + (epoch - time.time())
+    i = 0
+    max_lag = 0.0
+    try:
+        while True:
+            due = origin + i / rate
+            if due - origin >= seconds or time.perf_counter() - origin >= seconds:
+                break
+            delay = due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            lag = max(0.0, time.perf_counter() - due)
+            max_lag = max(max_lag, lag)
+            windows.peak("lag_s", lag)
+            seq = start + i
+            t = time.perf_counter()
+            if chain_every and seq % chain_every == 0:
+                await adapter.insert_chained(seq)
+                windows.count("chained")
+            else:
+                await adapter.insert_timed(seq)
+            windows.sample("insert_ms", 1000 * (time.perf_counter() - t))
+            windows.count("inserted")
+            i += 1
+    finally:
+        reporter.cancel()
+    windows.flush(windows.index() + 1)
+    return {
+        "inserted": i,
+        "behind_at_end": max(0, math.ceil(seconds * rate) - i),
+        "max_lag_s": max_lag,
+        "next_seq": start + i,
+    }
+
+
 async def main() -> None:
     """Set up, then serve commands until stdin closes."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -113,6 +172,16 @@ async def main() -> None:
                 case "soak":
                     extra = await _soak(
                         adapter, cmd["start"], cmd["seconds"], cmd["rate"], cmd["batch"]
+                    )
+                case "sustained":
+                    extra = await _sustained(
+                        adapter,
+                        cmd["start"],
+                        cmd["seconds"],
+                        cmd["rate"],
+                        cmd["epoch"],
+                        cmd["window"],
+                        cmd["chain_every"],
                     )
                 case other:
                     raise SystemExit(f"unknown command {other!r}")

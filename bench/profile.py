@@ -29,11 +29,8 @@ import argparse
 import contextlib
 import itertools
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,6 +39,8 @@ from typing import Any
 import psycopg
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from cluster import cluster  # noqa: E402
 
 # Per database of the run (run.py creates one per workload run, so its OID orders them),
 # leaving out what ran in the maintenance database (CREATE and DROP DATABASE).
@@ -54,54 +53,14 @@ ORDER BY dbid, total_exec_time DESC
 """
 
 
-def _bindir() -> Path:
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
-    if found:
-        return found[-1].parent
-    initdb = shutil.which("initdb")
-    if initdb is None:
-        raise SystemExit("profile.py needs PostgreSQL's initdb (e.g. /usr/lib/postgresql/15/bin)")
-    return Path(initdb).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
-def cluster() -> Iterator[str]:
+def profiled_cluster() -> Iterator[str]:
     """A private cluster with pg_stat_statements preloaded; yields its server URL."""
-    bindir = _bindir()
-    root = Path(tempfile.mkdtemp(prefix="wai-profile-"))
-    as_postgres = os.geteuid() == 0  # initdb and postgres refuse to run as root
-    prefix = ["runuser", "-u", "postgres", "--"] if as_postgres else []
-    if as_postgres:
-        shutil.chown(root, "postgres", "postgres")
-    data, log, port = root / "data", root / "server.log", _free_port()
-
-    def run(*cmd: str) -> None:
-        subprocess.run([*prefix, str(bindir / cmd[0]), *cmd[1:]], check=True, cwd=root)
-
-    try:
-        run("initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8")
-        with (data / "postgresql.conf").open("a") as conf:
-            conf.write(
-                "shared_preload_libraries = 'pg_stat_statements'\n"
-                "pg_stat_statements.max = 5000\n"
-                f"port = {port}\nlisten_addresses = '127.0.0.1'\n"
-                f"unix_socket_directories = '{root}'\n"
-            )
-        run("pg_ctl", "start", "-w", "-t", "60", "-D", str(data), "-l", str(log))
-        url = f"postgresql://postgres@127.0.0.1:{port}"
+    settings = "shared_preload_libraries = 'pg_stat_statements'\npg_stat_statements.max = 5000\n"
+    with cluster(settings, prefix="wai-profile-") as url:
         with psycopg.connect(url + "/postgres", autocommit=True) as conn:
             conn.execute("CREATE EXTENSION pg_stat_statements")
         yield url
-    finally:
-        with contextlib.suppress(subprocess.CalledProcessError):
-            run("pg_ctl", "stop", "-w", "-t", "30", "-m", "fast", "-D", str(data))
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _short(text: str, width: int) -> str:
@@ -149,7 +108,7 @@ def main() -> None:
     if opts.pyinstrument:
         Path(opts.pyinstrument).mkdir(parents=True, exist_ok=True)
         env["BENCH_PYINSTRUMENT"] = str(Path(opts.pyinstrument).resolve())
-    with cluster() as url:
+    with profiled_cluster() as url:
         for adapter in opts.adapters.split(","):
             for workload in opts.only.split(","):
                 with psycopg.connect(url + "/postgres", autocommit=True) as conn:

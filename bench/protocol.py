@@ -8,13 +8,18 @@ Producer (``producer.py --adapter NAME --url URL``)::
     parent -> {"cmd": "latency", "count": 200, "interval": 0.02}
     parent -> {"cmd": "ping"}                                  flush its backends' statistics
     parent -> {"cmd": "soak", "start": 0, "seconds": 600, "rate": 500, "batch": 50}
+    parent -> {"cmd": "sustained", "start": 0, "seconds": 600, "rate": 800, "epoch": T,
+               "window": 10, "chain_every": 5}       single timed inserts on a fixed schedule
+    child  -> {"window": k, "counts": {...}, ...}              (sustained) one line per window
     child  -> {"ok": true, "elapsed": seconds, ...}            after each command (soak adds
                                                                inserted, batches, late_batches,
                                                                max_lag_s, next_seq)
     parent closes stdin                                        child closes and exits
 
 Worker (``worker_NAME.py --url URL --concurrency C``; wai's also takes ``--followups``,
-``--cpu-ms X`` and ``--sync-handler``)::
+``--cpu-ms X``, ``--sync-handler``, ``--completed-retention S`` and ``--cleanup-interval S``;
+with ``--window-epoch T --window-seconds S`` a worker also writes one
+``{"window": k, ...}`` line per window, see ``windows.py``)::
 
     child  -> READY            imported, connected, handler registered; nothing started
     parent -> GO               child starts its workers (start-up is inside the clock)

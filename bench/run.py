@@ -423,9 +423,14 @@ class Bench:
         followups: bool = False,
         cpu_ms: float = 0.0,
         sync_handler: bool = False,
+        options: list[str] | None = None,
     ) -> Child:
-        """Start the worker child and wait for READY (connected, nothing started)."""
+        """Start the worker child and wait for READY (connected, nothing started).
+
+        ``options``: more command-line options for the worker script, as they are.
+        """
         extra = ["--followups"] if followups else []
+        extra += options or []
         if cpu_ms > 0:
             extra += ["--cpu-ms", repr(cpu_ms), *(["--sync-handler"] if sync_handler else [])]
         child = Child(

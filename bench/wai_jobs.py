@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Done", "Noop", "Ping"]
+__all__ = ["Chained", "Done", "Noop", "Ping"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +27,17 @@ class Ping:
 
     Used only by the latency workload, so the throughput workloads keep the
     exact ``{"seq": i}`` args of the peer measurements.
+    """
+
+    seq: int
+    t: float
+
+
+@dataclass(frozen=True, slots=True)
+class Chained:
+    """A ``Ping`` whose completion enqueues one ``Done`` follow-up (kind ``chained``).
+
+    Used by ``sustained.py`` for a fifth of its jobs.
     """
 
     seq: int

@@ -12,6 +12,13 @@ written to ``DIR/wai-worker-<pid>.txt``.
 busy-loops on ``time.perf_counter()`` for X ms: an ``async def`` handler by default, so
 the CPU is burnt in the event loop, or with ``--sync-handler`` a plain ``def`` handler,
 which wai runs in its thread pool (holding the GIL while it spins).
+
+``--window-epoch T --window-seconds S`` (``sustained.py``): the worker also serves
+``Chained`` jobs, whose completion enqueues one ``Done`` follow-up
+(``on_completed_enqueue``), and writes one line per window (``windows.py``): ``Ping`` and
+``Chained`` jobs handled, follow-ups handled, and the pickup time of each job handled
+(``time.time() - t`` at the handler's start) instead of the ``latencies`` list.
+``--completed-retention S`` and ``--cleanup-interval S`` go to ``client.start``.
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ from typing import Any
 
 from adapter import QUEUE
 from protocol import emit, read_line
-from wai_jobs import Done, Noop, Ping
+from wai_jobs import Chained, Done, Noop, Ping
+from windows import Windows
 
 import wai
 
@@ -50,8 +58,20 @@ async def main() -> None:
         action="store_true",
         help="with --cpu-ms: a sync (thread pool) handler instead of an async one",
     )
+    parser.add_argument("--window-epoch", type=float, help="sustained.py: the run's epoch")
+    parser.add_argument("--window-seconds", type=float, help="sustained.py: window length")
+    parser.add_argument("--completed-retention", type=float, help="client.start setting (s)")
+    parser.add_argument("--cleanup-interval", type=float, help="client.start setting (s)")
     opts = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    windows: Windows | None = None
+    if opts.window_epoch is not None and opts.window_seconds is not None:
+        windows = Windows(opts.window_epoch, opts.window_seconds)
+    runtime: dict[str, float] = {}
+    if opts.completed_retention is not None:
+        runtime["completed_retention"] = opts.completed_retention
+    if opts.cleanup_interval is not None:
+        runtime["cleanup_interval"] = opts.cleanup_interval
 
     handled = 0
     latencies: list[float] = []
@@ -87,20 +107,39 @@ async def main() -> None:
                 pass
             handled += 1
 
-    if opts.followups:
+    if opts.followups or windows is not None:
 
         @client.task(Done, queue=QUEUE)
         async def done(job: wai.Job[Done]) -> None:
             nonlocal handled
             handled += 1
+            if windows is not None:
+                windows.count("followups")
 
+    if opts.followups:
         client.on_completed_enqueue(Noop, lambda args, job: Done(seq=args.seq), name="done")
 
     @client.task(Ping, queue=QUEUE)
     async def ping(job: wai.Job[Ping]) -> None:
         nonlocal handled
-        latencies.append(time.time() - job.args.t)
+        if windows is None:
+            latencies.append(time.time() - job.args.t)
+        else:
+            windows.sample("pickup_ms", 1000 * (time.time() - job.args.t))
+            windows.count("handled")
         handled += 1
+
+    if windows is not None:
+        sampled = windows
+
+        @client.task(Chained, queue=QUEUE)
+        async def chained(job: wai.Job[Chained]) -> None:
+            nonlocal handled
+            sampled.sample("pickup_ms", 1000 * (time.time() - job.args.t))
+            sampled.count("handled")
+            handled += 1
+
+        client.on_completed_enqueue(Chained, lambda args, job: Done(seq=args.seq), name="done")
 
     await client.open()
     await client.pool.wait()  # connected (min_size connections), nothing started
@@ -110,11 +149,14 @@ async def main() -> None:
     if await read_line() != "GO":
         raise SystemExit("expected GO")
     profiler = _profiler()
+    reporter = asyncio.create_task(windows.run()) if windows is not None else None
     t0 = time.perf_counter()
-    await client.start({QUEUE: opts.concurrency})
+    await client.start({QUEUE: opts.concurrency}, **runtime)
     start_seconds = time.perf_counter() - t0
     if await read_line() != "STOP":
         raise SystemExit("expected STOP")
+    if reporter is not None:
+        reporter.cancel()
     t1 = time.perf_counter()
     await client.shutdown()
     shutdown_seconds = time.perf_counter() - t1

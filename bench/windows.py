@@ -1,0 +1,88 @@
+"""Per-window counters of a child process in ``sustained.py`` (standard library only).
+
+Every child of a sustained run gets the run's epoch (a ``time.time()`` value) and the
+window length; window ``k`` is ``[epoch + k * seconds, epoch + (k + 1) * seconds)`` on the
+machine's wall clock, the same clock for every process of the run. A child counts what
+happens in each window and, once a window has ended, writes one protocol line for it::
+
+    {"window": k, "counts": {"handled": n, ...}, "samples": {"pickup_ms": [p50, p99, max, n]}}
+
+The orchestrator merges these lines by ``k`` with its own samples of the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import defaultdict
+
+from protocol import emit
+
+__all__ = ["Windows"]
+
+
+def _quantile(ordered: list[float], p: float) -> float:
+    """The ``p``-th percentile (0-100) of sorted values, linear between closest ranks."""
+    pos = (len(ordered) - 1) * p / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+class Windows:
+    """Counts and samples per window; :meth:`run` emits each window once it has ended."""
+
+    def __init__(self, epoch: float, seconds: float) -> None:
+        self.epoch = epoch
+        self.seconds = seconds
+        self._counts: defaultdict[int, defaultdict[str, int]] = defaultdict(
+            lambda: defaultdict(int)
+        )
+        self._samples: defaultdict[int, defaultdict[str, list[float]]] = defaultdict(
+            lambda: defaultdict(list)
+        )
+        self._maxima: defaultdict[int, dict[str, float]] = defaultdict(dict)
+
+    def index(self, now: float | None = None) -> int:
+        """The window that wall-clock time ``now`` (default: now) falls in."""
+        return math.floor(((time.time() if now is None else now) - self.epoch) / self.seconds)
+
+    def count(self, name: str, n: int = 1) -> None:
+        """Add ``n`` to counter ``name`` of the current window."""
+        self._counts[self.index()][name] += n
+
+    def sample(self, name: str, value: float) -> None:
+        """Record one value of ``name`` (summarised as p50, p99, max and count)."""
+        self._samples[self.index()][name].append(value)
+
+    def peak(self, name: str, value: float) -> None:
+        """Keep the largest ``value`` of ``name`` seen in the current window."""
+        k = self.index()
+        self._maxima[k][name] = max(value, self._maxima[k].get(name, value))
+
+    def flush(self, upto: int) -> None:
+        """Emit every window below ``upto`` (in order) and forget it."""
+        for k in sorted({*self._counts, *self._samples, *self._maxima}):
+            if k >= upto:
+                break
+            samples = {
+                name: [_quantile(v, 50), _quantile(v, 99), v[-1], len(v)]
+                for name, values in self._samples.pop(k, {}).items()
+                if (v := sorted(values))
+            }
+            emit(
+                {
+                    "window": k,
+                    "counts": dict(self._counts.pop(k, {})),
+                    "samples": samples,
+                    "maxima": self._maxima.pop(k, {}),
+                }
+            )
+
+    async def run(self) -> None:
+        """Emit each window a little after it ends, until cancelled."""
+        while True:
+            k = self.index()
+            await asyncio.sleep(max(0.0, self.epoch + (k + 1) * self.seconds + 0.05 - time.time()))
+            self.flush(self.index())
