@@ -139,6 +139,18 @@ async def test_cleaner_deletes_in_bounded_batches(aclient: wai.AsyncClient) -> N
     assert await _ids(aclient) == {live}
 
 
+async def test_a_cleanup_pass_stops_at_its_time_budget(aclient: wai.AsyncClient) -> None:
+    for _ in range(43):
+        await _job(aclient, "completed", age=2 * HOUR)
+    # a budget already spent: one batch, then the pass ends with the backlog left
+    first = await _cleaner(aclient, batch_size=3, budget=0).run_once()
+    assert first.deleted == {"completed": 3}
+    # the default budget: batches go on until none is full, past the old 32-batch cap
+    second = await _cleaner(aclient, batch_size=1).run_once()
+    assert second.deleted == {"completed": 40}
+    assert await _ids(aclient) == set()
+
+
 async def test_cleanup_query_can_use_the_finalized_index(aclient: wai.AsyncClient) -> None:
     await _override(aclient, "short", failed="1 minute")
     async with aclient._connection() as conn:

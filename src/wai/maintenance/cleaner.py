@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -41,10 +42,12 @@ class Cleaner(PeriodicService):
     the queue's override in the ``queues`` table (``completed_retention``,
     ``failed_retention``, ``cancelled_retention``; NULL means the default) or
     else *completed*, *failed*, *cancelled* (seconds). Rows are deleted
-    ``batch_size`` at a time, each batch its own short transaction, for at most
-    ``max_batches`` batches a pass, so a large backlog is worked off over
-    several passes without one long-running statement. Non-terminal jobs are
-    never touched.
+    ``batch_size`` at a time, each batch its own short transaction, until none is
+    left or for at most ``budget`` seconds a pass (and ``max_batches`` batches), so
+    no statement runs long and a pass keeps up with a queue that finishes thousands
+    of jobs a second (a cap of 32 batches a pass once limited it to about 533 jobs/s
+    with the default 60-s interval); a bigger backlog is worked off over several
+    passes. Non-terminal jobs are never touched.
 
     Orphaned outbox rows created longer than *outbox* seconds ago are deleted
     the same way: rows of a kind and outcome no process ever registered a spec for
@@ -71,9 +74,11 @@ class Cleaner(PeriodicService):
         outbox: float = 7 * 24 * 3600.0,
         dlq: float = 30 * 24 * 3600.0,
         batch_size: int = 1000,
-        max_batches: int = 32,
+        max_batches: int = 10_000,
+        budget: float = 10.0,
     ) -> None:
         super().__init__(pool, schema, interval=interval)
+        self._budget = budget
         self._completed = completed
         self._failed = failed
         self._cancelled = cancelled
@@ -85,6 +90,7 @@ class Cleaner(PeriodicService):
     async def run_once(self) -> CleanerResult:
         """Delete expired terminal jobs, orphaned outbox rows and dead-letter entries."""
         total: dict[str, int] = {}
+        until = time.monotonic() + self._budget
         for _ in range(self._max_batches):
             async with self._pool.connection() as conn:
                 batch = await maintenance_db.job_delete_finalized(
@@ -97,7 +103,7 @@ class Cleaner(PeriodicService):
                 )
             for state, n in batch.items():
                 total[state] = total.get(state, 0) + n
-            if sum(batch.values()) < self._batch_size:
+            if sum(batch.values()) < self._batch_size or time.monotonic() > until:
                 break
         outbox = await self._expire(maintenance_db.outbox_delete_expired, self._outbox)
         dead = await self._expire(dlq_db.dlq_delete_expired, self._dlq)
@@ -105,10 +111,11 @@ class Cleaner(PeriodicService):
 
     async def _expire(self, delete: _Expire, retention: float) -> int:
         done = 0
+        until = time.monotonic() + self._budget
         for _ in range(self._max_batches):
             async with self._pool.connection() as conn:
                 n = await delete(conn, self._schema, retention=retention, limit=self._batch_size)
             done += n
-            if n < self._batch_size:
+            if n < self._batch_size or time.monotonic() > until:
                 break
         return done
