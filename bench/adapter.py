@@ -182,6 +182,16 @@ class Adapter(ABC):
     async def insert_timed(self, seq: int) -> None:
         """Insert one job whose args carry ``seq`` and ``t = time.time()`` taken just now."""
 
+    async def insert_timed_many(self, seqs: range, chain_every: int) -> None:
+        """Insert the jobs ``seqs`` in one call, each as :meth:`insert_timed` (every
+        ``chain_every``-th as :meth:`insert_chained`), ``t`` taken once just now. By
+        default one call per job; adapters override it with their batch insert."""
+        for seq in seqs:
+            if chain_every and seq % chain_every == 0:
+                await self.insert_chained(seq)
+            else:
+                await self.insert_timed(seq)
+
     async def insert_chained(self, seq: int) -> None:
         """Like :meth:`insert_timed`, for a job that enqueues one follow-up job when it
         completes (the worker registers the follow-up; adapters with ``supports_followups``).

@@ -167,6 +167,12 @@ class PgqueuerAdapter(Adapter):
         """One job whose payload carries ``t = time.time()``."""
         await self.queries.enqueue(ENTRYPOINT, payload(seq, t=time.time()))
 
+    async def insert_timed_many(self, seqs: range, chain_every: int) -> None:
+        """One ``enqueue`` of lists (pgqueuer's batch insert), one ``t`` for all."""
+        t = time.time()
+        k = len(seqs)
+        await self.queries.enqueue([ENTRYPOINT] * k, [payload(s, t=t) for s in seqs], [0] * k)
+
     async def ping(self) -> None:
         """``SELECT 1`` on the producer's one connection."""
         assert self._conn is not None

@@ -126,6 +126,25 @@ class WaiAdapter(Adapter):
 
         await self.client.insert(Chained(seq=seq, t=time.time()), queue=QUEUE)
 
+    async def insert_timed_many(self, seqs: range, chain_every: int) -> None:
+        """``client.insert_many`` of ``Ping``/``Chained`` jobs sharing one ``t``."""
+        from wai_jobs import Chained, Ping
+
+        import wai
+
+        t = time.time()
+        await self.client.insert_many(
+            [
+                wai.EnqueueRequest(
+                    Chained(seq=s, t=t)
+                    if chain_every and s % chain_every == 0
+                    else Ping(seq=s, t=t),
+                    queue=QUEUE,
+                )
+                for s in seqs
+            ]
+        )
+
     def origin(self) -> str | None:
         """The directory of the imported ``wai`` package."""
         import wai

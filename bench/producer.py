@@ -86,8 +86,12 @@ async def _sustained(
     epoch: float,
     window: float,
     chain_every: int,
+    tick: float = 0.0,
 ) -> dict[str, Any]:
     """Insert single timed jobs, job ``i`` due at ``epoch + i / rate``, until ``epoch + seconds``.
+
+    With ``tick`` > 0, every ``tick`` seconds the jobs due by then go in one batch call
+    (``insert_timed_many``) instead: a rate one insert per transaction cannot offer.
 
     One insert at a time, each its own transaction (``insert_timed``; every
     ``chain_every``-th job through ``insert_chained`` when ``chain_every`` > 0). The
@@ -103,8 +107,29 @@ async def _sustained(
     origin = time.perf_counter() + (epoch - time.time())
     i = 0
     max_lag = 0.0
+    total = math.ceil(seconds * rate)
     try:
-        while True:
+        while tick > 0:
+            now = time.perf_counter()
+            if now - origin >= seconds:
+                break
+            target = min(total, math.floor((now - origin) * rate) + 1)
+            if target > i:
+                lag = max(0.0, now - (origin + i / rate))
+                max_lag = max(max_lag, lag)
+                windows.peak("lag_s", lag)
+                t = time.perf_counter()
+                await adapter.insert_timed_many(range(start + i, start + target), chain_every)
+                windows.sample("insert_ms", 1000 * (time.perf_counter() - t))
+                windows.count("inserted", target - i)
+                if chain_every:
+                    chained = sum(
+                        1 for s in range(start + i, start + target) if s % chain_every == 0
+                    )
+                    windows.count("chained", chained)
+                i = target
+            await asyncio.sleep(max(0.0, tick - (time.perf_counter() - now)))
+        while tick <= 0:
             due = origin + i / rate
             if due - origin >= seconds or time.perf_counter() - origin >= seconds:
                 break
@@ -182,6 +207,7 @@ async def main() -> None:
                         cmd["epoch"],
                         cmd["window"],
                         cmd["chain_every"],
+                        cmd.get("tick", 0.0),
                     )
                 case other:
                     raise SystemExit(f"unknown command {other!r}")

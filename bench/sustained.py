@@ -15,7 +15,9 @@ fsync and synchronous_commit on) and removes it afterwards, also after an error 
    inserts by one producer. The rate is ``--rate-fraction`` (0.6) of the lower of the two:
    the producer inserts one job per transaction, which costs several times what draining
    one costs, so on a small machine the drain alone would ask for a rate the producer
-   cannot offer.
+   cannot offer. With ``--tick S`` the producer inserts, every ``S`` s, the jobs due by
+   then in one batch call (``insert_many``; pgqueuer's list ``enqueue``), and the rate is
+   that share of the drain probe alone: the issue's 60 % of the maximum drain.
 2. **The run.** On a fresh scratch database, one producer process inserts single jobs on a
    fixed schedule (job ``i`` due at ``epoch + i / rate``; a late producer catches up
    back-to-back and reports its lag, and stops at the end whatever is still due) for
@@ -123,6 +125,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rate-fraction", type=float, default=0.6, help="share of the probed rate")
     p.add_argument("--probe-drain", type=int, default=20_000, help="jobs of the drain probe")
     p.add_argument("--probe-inserts", type=int, default=5_000, help="single inserts probed")
+    p.add_argument(
+        "--tick",
+        type=float,
+        default=0.0,
+        help="seconds; > 0: the producer inserts the jobs due every tick in one batch call, "
+        "and the rate is a share of the drain probe alone",
+    )
     p.add_argument("--concurrency", type=int, default=32, help="worker slots")
     p.add_argument("--window", type=float, default=10.0, help="seconds per row of the series")
     p.add_argument("--warmup", type=float, default=60.0, help="seconds labelled warm-up")
@@ -173,13 +182,16 @@ def probe(a: argparse.Namespace, server: str, admin: psycopg.Connection[Any]) ->
     log(f"probe: {a.probe_inserts:,} single inserts at {insert['rate']:,.0f} jobs/s")
     if not (drain["verified"] and insert["verified"]):
         raise SystemExit("a probe did not verify")
-    lower = min(drain["rate"], insert["rate"])
+    # batches: the drain alone bounds the rate the producer can offer
+    lower = drain["rate"] if a.tick > 0 else min(drain["rate"], insert["rate"])
     return {
         "drain_rate": drain["rate"],
         "drain_jobs": a.probe_drain,
         "insert_rate": insert["rate"],
         "insert_jobs": a.probe_inserts,
-        "limited_by": "drain" if drain["rate"] <= insert["rate"] else "single inserts",
+        "limited_by": "drain"
+        if a.tick > 0 or drain["rate"] <= insert["rate"]
+        else "single inserts",
         "rate": a.rate_fraction * lower,
     }
 
@@ -393,6 +405,7 @@ def sustain(
                 prod.send(json.dumps({
                     "cmd": "sustained", "start": 0, "seconds": seconds, "rate": rate,
                     "epoch": epoch, "window": a.window, "chain_every": a.chain_every,
+                    "tick": a.tick,
                 }))  # fmt: skip
                 prev = Sample.read(conn, adapter, 0.0)
                 finals: list[dict[str, Any]] = []
