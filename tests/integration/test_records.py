@@ -139,7 +139,8 @@ async def test_maintenance_only_runtime_records_its_role_and_leads(
     aclient: wai.AsyncClient,
 ) -> None:
     async with serving(aclient, {}, record_interval=0.1):
-        assert _runtime(aclient).notifier is None  # claims nothing, so listens to nothing
+        # it claims nothing, but listens for what wakes promotion and cron: not for health
+        assert _runtime(aclient).notifier is not None
 
         async def leading() -> wai.RuntimeInstance | None:
             rec = await _only(aclient)
