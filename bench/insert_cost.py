@@ -1,7 +1,7 @@
 """Where a single insert's client CPU goes: psycopg alone, then the pool, then all of wai.
 
     .venv/bin/python bench/insert_cost.py [--url URL] [--inserts 3000] [--rounds 3]
-        [--pyinstrument FILE]
+        [--pyinstrument FILE] [--scratch NAME]
 
 Runs on a scratch database (created, migrated and dropped): the same prepared
 ``job_insert`` statement with the same parameters, (1) on one psycopg connection, (2)
@@ -38,8 +38,9 @@ async def main() -> None:
     parser.add_argument("--inserts", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pyinstrument", metavar="FILE", help="profile client.insert too")
+    parser.add_argument("--scratch", default=SCRATCH, help="the scratch database's name")
     opts = parser.parse_args()
-    with scratch_database(opts.url, SCRATCH) as url:
+    with scratch_database(opts.url, opts.scratch) as url:
         client = wai.AsyncClient(url)
         await client.open()
         await client.migrate()

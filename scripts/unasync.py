@@ -19,6 +19,7 @@ SRC = ROOT / "src" / "wai"
 
 FILES = {
     "_db_async.py": "_db.py",
+    "_direct_async.py": "_direct.py",
     "_inserts_db_async.py": "_inserts_db.py",
     "_core_async.py": "_core.py",
     "_client_base_async.py": "_client_base.py",
@@ -57,6 +58,7 @@ SUBS = [
     (r"\b__aexit__\b", "__exit__"),
     # module names; a feature package's _queries_async and _ops_async become _queries and _ops
     (r"\b_db_async\b", "_db"),
+    (r"\b_direct_async\b", "_direct"),
     (r"\b_inserts_db_async\b", "_inserts_db"),
     (r"\b_apply_async\b", "_apply"),
     (r"\b_core_async\b", "_core"),

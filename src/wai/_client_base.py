@@ -770,7 +770,7 @@ class ClientBase:
         # transaction).
         conn = self.pool.getconn()
         try:
-            return inserts_db.insert_one(conn, self.schema, job)
+            return inserts_db.insert_one(conn, self.schema, job, own=True)
         finally:
             self.pool.putconn(conn)
 

@@ -769,7 +769,7 @@ class AsyncClientBase:
         # transaction).
         conn = await self.pool.getconn()
         try:
-            return await inserts_db.insert_one(conn, self.schema, job)
+            return await inserts_db.insert_one(conn, self.schema, job, own=True)
         finally:
             await self.pool.putconn(conn)
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, cast
 
 from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row, tuple_row
@@ -28,6 +28,7 @@ from wai._admin import (
     counts_finished_exactly,
 )
 from wai._admin import queue_stats as admin_stats
+from wai._direct_async import run_returning, statement
 from wai._flow import RateLimit
 from wai._inserts import NewJob, inserted_row
 from wai._instances import RuntimeInstance
@@ -50,6 +51,7 @@ __all__ = [
     "job_insert",
     "job_insert_many",
     "job_insert_many_ids",
+    "job_insert_own",
     "job_lineage",
     "job_list",
     "job_list_params",
@@ -267,6 +269,40 @@ async def job_insert(conn: AsyncConnection[Any], schema: str, job: NewJob) -> Jo
     params["channel"] = channel(schema)
     name = "job_insert" if job.unique_key is None else "job_insert_unique"
     rows = await _inserted(conn, name, schema, params)
+    if not rows:
+        return None
+    id_, run_at, created_at, *_ = rows[0]
+    return inserted_row(job, id_, run_at, created_at)
+
+
+def _text(value: object) -> bytes | None:
+    """One parameter in PostgreSQL's text format, for a statement the server types."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, int):  # priorities, attempts, trigger ids (never a bool: checked)
+        return str(value).encode()
+    if isinstance(value, bytes):
+        return b"\\x" + value.hex().encode()
+    if isinstance(value, datetime):  # aware (checked); in UTC, the offset is always +00:00
+        return value.astimezone(UTC).isoformat().encode()
+    if isinstance(value, list):  # tags and unique states: a text[] literal, each quoted
+        items = cast(list[str], value)
+        quoted = (s.replace("\\", "\\\\").replace('"', '\\"') for s in items)
+        return ("{" + ",".join(f'"{s}"' for s in quoted) + "}").encode()
+    raise TypeError(f"no text format for {type(value).__name__}")
+
+
+async def job_insert_own(conn: AsyncConnection[Any], schema: str, job: NewJob) -> JobRow | None:
+    """:func:`job_insert` on a connection of the client's own pool, without a cursor.
+
+    Autocommit and outside any transaction: see :mod:`wai._direct_async`.
+    """
+    stmt = statement("job_insert" if job.unique_key is None else "job_insert_unique", schema)
+    params = job_params(job)
+    params["channel"] = channel(schema)
+    rows = await run_returning(conn, stmt, [_text(params[name]) for name in stmt[2]])
     if not rows:
         return None
     id_, run_at, created_at, *_ = rows[0]

@@ -33,23 +33,28 @@ def _conflict(job: NewJob, existing: JobRow | None) -> UniqueConflict:
     )
 
 
-def insert_one(conn: Connection[Any], schema: str, job: NewJob) -> JobRow:
-    """Insert ``job`` on ``conn`` (in the caller's transaction, if any)."""
+def insert_one(conn: Connection[Any], schema: str, job: NewJob, *, own: bool = False) -> JobRow:
+    """Insert ``job`` on ``conn`` (in the caller's transaction, if any).
+
+    *own*: ``conn`` is an autocommit connection of the client's pool, outside any
+    transaction, and the insert skips psycopg's cursor (:func:`wai._db.job_insert_own`).
+    """
     if otel is not None and otel.active():
         with otel.sending("insert", [job]) as sending:
             if sending.trace is not None:
                 (job,) = otel.with_trace([job], sending.trace)
-            row = _insert_one(conn, schema, job)
+            row = _insert_one(conn, schema, job, own)
             sending.sent([row])
             return row
-    return _insert_one(conn, schema, job)
+    return _insert_one(conn, schema, job, own)
 
 
-def _insert_one(conn: Connection[Any], schema: str, job: NewJob) -> JobRow:
+def _insert_one(conn: Connection[Any], schema: str, job: NewJob, own: bool) -> JobRow:
+    insert = db.job_insert_own if own else db.job_insert
     with translate_errors(schema):
         # Bounded: a key that changes hands this often is reported as held (below).
         for _ in range(3):
-            row = db.job_insert(conn, schema, job)
+            row = insert(conn, schema, job)
             if row is not None:
                 METRICS.inserted.add((job.queue, job.kind))
                 return row
