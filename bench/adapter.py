@@ -6,7 +6,8 @@ An adapter has two halves that may live in different Python environments:
   orchestrator ``run.py`` in whatever environment runs it. Importing an adapter
   module must therefore not import its library: import it inside ``setup``.
 * **Producer methods** (``setup``, ``insert_single``, ``insert_batch``,
-  ``insert_timed``, ``close``), called inside ``producer.py``, a child process
+  ``insert_timed``, ``close``, and optionally ``prepare_concurrent`` and
+  ``insert_concurrent``), called inside ``producer.py``, a child process
   started with the adapter's own interpreter (its virtualenv).
 
 The worker is a separate script (``worker_module``), also started with the
@@ -65,6 +66,13 @@ class Adapter(ABC):
     supports_followups: ClassVar[bool] = False
     #: True if the worker takes ``--cpu-ms`` and ``--sync-handler`` (the ``cpu2`` workload).
     supports_cpu_handler: ClassVar[bool] = False
+    #: Why the ``concurrent`` workload (many producer tasks in one process) does not apply
+    #: to this library, or None if :meth:`prepare_concurrent` and
+    #: :meth:`insert_concurrent` are implemented.
+    concurrent_skip: ClassVar[str | None] = "no concurrent producer is written for this adapter"
+    #: True if :meth:`prepare_concurrent` takes ``group_commit=True`` (the
+    #: ``concurrent`` workload then also runs with it).
+    supports_group_commit: ClassVar[bool] = False
     #: Why the ``drain1m`` workload (a drain over stored terminal rows) does not apply to
     #: this library, or None if :meth:`fill_terminal_sql` is implemented.
     terminal_fill_skip: ClassVar[str | None] = "no terminal-row fill is written for this adapter"
@@ -197,6 +205,22 @@ class Adapter(ABC):
         completes (the worker registers the follow-up; adapters with ``supports_followups``).
         """
         raise NotImplementedError(f"{self.name}: no follow-up jobs")
+
+    async def prepare_concurrent(self, producers: int, group_commit: bool) -> None:
+        """Before the clock: what :meth:`insert_concurrent` inserts through, connected.
+
+        ``producers`` tasks will share it; ``group_commit`` only where
+        :attr:`supports_group_commit`. Only called when :attr:`concurrent_skip` is None.
+        """
+        raise NotImplementedError(self.concurrent_skip or self.name)
+
+    async def insert_concurrent(self, start: int, count: int, producers: int) -> None:
+        """Insert jobs ``seq = start .. start+count-1`` from ``producers`` asyncio tasks at once.
+
+        Task ``k`` inserts ``start+k``, ``start+k+producers``, ... one awaited single insert
+        at a time, as request handlers of a web application each enqueue their job.
+        """
+        raise NotImplementedError(self.concurrent_skip or self.name)
 
     @abstractmethod
     async def ping(self) -> None:

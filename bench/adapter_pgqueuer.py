@@ -5,6 +5,13 @@ Settings (the reference's; pgqueuer's default durability ``durable``: every tabl
 * producer: one ``asyncpg.connect(url)``, ``Queries.from_asyncpg_connection(conn)``,
   ``await q.install()``. Single: ``await q.enqueue("noop", payload)``; batch:
   ``await q.enqueue([...], [...], [0] * k)`` per chunk (one unnest INSERT).
+* concurrent producers (the ``concurrent`` workload): ``asyncpg.create_pool(url,
+  min_size=10, max_size=10)`` and ``Queries.from_asyncpg_pool(pool)``, shared by every
+  task; each task ``await q.enqueue("noop", payload)`` per job. pgqueuer's producer above
+  holds one connection, on which concurrent tasks would take turns; a pool of 10 is what
+  wai's client gets by default (``max_connections=10``), so both libraries have the same
+  number of connections to spread the tasks over. Opened, and its 10 connections made,
+  before the clock.
 * worker (``worker_pgqueuer.py``): one asyncpg connection,
   ``QueueManager(Queries.from_asyncpg_connection(conn))``, one ``@qm.entrypoint("noop")``,
   ``qm.run(batch_size=C // 2, max_concurrent_tasks=C)``. pgqueuer requires
@@ -44,6 +51,8 @@ if TYPE_CHECKING:
 __all__ = ["ENTRYPOINT", "PgqueuerAdapter"]
 
 ENTRYPOINT = "noop"
+#: Connections of the concurrent producers' pool (wai's client default max_connections).
+POOL_SIZE = 10
 #: Log statuses that end a job; a held ``failed`` job stays in the queue table.
 TERMINAL = "('successful', 'exception', 'canceled', 'deleted')"
 
@@ -63,9 +72,14 @@ class PgqueuerAdapter(Adapter):
     own_venv: ClassVar[bool] = True
     terminal_fill_skip: ClassVar[str | None] = None
 
+    concurrent_skip: ClassVar[str | None] = None
+
     def __init__(self) -> None:
         self._conn: asyncpg.Connection | None = None
         self._queries: Any = None
+        self._pool: asyncpg.Pool | None = None
+        self._pool_queries: Any = None
+        self._dsn = ""
 
     def table_filter_sql(self) -> str:
         """``pgqueuer``, ``pgqueuer_log``, ``pgqueuer_statistics`` and the rest."""
@@ -145,6 +159,7 @@ class PgqueuerAdapter(Adapter):
         import asyncpg
         from pgqueuer.queries import Queries
 
+        self._dsn = database_url
         self._conn = await asyncpg.connect(database_url)
         self._queries = Queries.from_asyncpg_connection(self._conn)
         await self._queries.install()
@@ -173,10 +188,37 @@ class PgqueuerAdapter(Adapter):
         k = len(seqs)
         await self.queries.enqueue([ENTRYPOINT] * k, [payload(s, t=t) for s in seqs], [0] * k)
 
+    async def prepare_concurrent(self, producers: int, group_commit: bool) -> None:
+        """An asyncpg pool of 10 connections (made now) and its ``Queries``."""
+        import asyncpg
+        from pgqueuer.queries import Queries
+
+        assert not group_commit, "pgqueuer has no group commit"
+        self._pool = await asyncpg.create_pool(self._dsn, min_size=POOL_SIZE, max_size=POOL_SIZE)
+        self._pool_queries = Queries.from_asyncpg_pool(self._pool)
+
+    async def insert_concurrent(self, start: int, count: int, producers: int) -> None:
+        """``producers`` tasks, each ``await q.enqueue("noop", payload)`` per job, one pool."""
+        import asyncio
+
+        q = self._pool_queries
+        assert q is not None, "prepare_concurrent() first"
+
+        async def produce(k: int) -> None:
+            for i in range(start + k, start + count, producers):
+                await q.enqueue(ENTRYPOINT, payload(i))
+
+        await asyncio.gather(*(produce(k) for k in range(producers)))
+
     async def ping(self) -> None:
-        """``SELECT 1`` on the producer's one connection."""
+        """``SELECT 1`` on the producer's connection, and on every pooled one."""
         assert self._conn is not None
         await self._conn.execute("SELECT 1")
+        if self._pool is not None:
+            conns = [await self._pool.acquire() for _ in range(POOL_SIZE)]
+            for conn in conns:
+                await conn.execute("SELECT 1")
+                await self._pool.release(conn)
 
     def origin(self) -> str | None:
         """The directory of the imported ``pgqueuer`` package."""
@@ -187,6 +229,8 @@ class PgqueuerAdapter(Adapter):
         return str(Path(pgqueuer.__file__).parent)
 
     async def close(self) -> None:
-        """Close the connection."""
+        """Close the connection (and the pool)."""
+        if self._pool is not None:
+            await self._pool.close()
         if self._conn is not None:
             await self._conn.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from adapter import QUEUE, Adapter
 
@@ -27,9 +27,14 @@ class WaiAdapter(Adapter):
     supports_followups: ClassVar[bool] = True
     supports_cpu_handler: ClassVar[bool] = True
     terminal_fill_skip: ClassVar[str | None] = None
+    concurrent_skip: ClassVar[str | None] = None
+    supports_group_commit: ClassVar[bool] = True
 
     def __init__(self) -> None:
         self._client: wai.AsyncClient | None = None
+        self._url = ""
+        #: The concurrent producers' client: ``AsyncClient(url, group_commit=...)``.
+        self._concurrent: wai.AsyncClient | None = None
 
     def count_completed_sql(self) -> str:
         """Completed jobs, and jobs in ``running`` (claimed, outcome not yet written)."""
@@ -88,6 +93,7 @@ class WaiAdapter(Adapter):
         """Open the client, warm one pooled connection and apply the migrations."""
         import wai
 
+        self._url = database_url
         self._client = wai.AsyncClient(database_url)
         await self._client.open()
         await self._client.pool.wait()  # the first request must not grow the pool
@@ -113,6 +119,30 @@ class WaiAdapter(Adapter):
             await client.insert_many(
                 [EnqueueRequest(Noop(seq=i), queue=QUEUE) for i in range(lo, min(lo + chunk, end))]
             )
+
+    async def prepare_concurrent(self, producers: int, group_commit: bool) -> None:
+        """A client of its own, ``AsyncClient(url, group_commit=group_commit)`` (pool 1..10),
+        with its 10 connections made now, as pgqueuer's pool of 10 is."""
+        import wai
+
+        client = self._concurrent = wai.AsyncClient(self._url, group_commit=group_commit)
+        await client.open()
+        await _borrow_all(client.pool)
+
+    async def insert_concurrent(self, start: int, count: int, producers: int) -> None:
+        """``producers`` tasks, each ``await client.insert(Noop(seq=i), queue="bench")`` per job."""
+        import asyncio
+
+        from wai_jobs import Noop
+
+        client = self._concurrent
+        assert client is not None, "prepare_concurrent() first"
+
+        async def produce(k: int) -> None:
+            for i in range(start + k, start + count, producers):
+                await client.insert(Noop(seq=i), queue=QUEUE)
+
+        await asyncio.gather(*(produce(k) for k in range(producers)))
 
     async def insert_timed(self, seq: int) -> None:
         """One ``Ping(seq, t=time.time())`` job."""
@@ -152,15 +182,25 @@ class WaiAdapter(Adapter):
         return str(Path(wai.__file__).parent)
 
     async def ping(self) -> None:
-        """``SELECT 1`` on every connection of the pool (all borrowed at once)."""
-        pool = self.client.pool
-        size = max(1, pool.get_stats().get("pool_size", 1))
-        async with contextlib.AsyncExitStack() as stack:
-            conns = [await stack.enter_async_context(pool.connection()) for _ in range(size)]
-            for conn in conns:
-                await conn.execute("SELECT 1")
+        """``SELECT 1`` on every connection of the pools (all borrowed at once)."""
+        for client in (self.client, self._concurrent):
+            if client is not None:
+                pool = client.pool
+                await _borrow_all(pool, max(1, pool.get_stats().get("pool_size", 1)))
 
     async def close(self) -> None:
-        """Close the pool."""
+        """Close the pools."""
+        if self._concurrent is not None:
+            await self._concurrent.close()
         if self._client is not None:
             await self._client.close()
+
+
+async def _borrow_all(pool: Any, size: int | None = None) -> None:
+    """Borrow ``size`` connections (the pool's most) at once, ``SELECT 1`` on each."""
+    async with contextlib.AsyncExitStack() as stack:
+        conns = [
+            await stack.enter_async_context(pool.connection()) for _ in range(size or pool.max_size)
+        ]
+        for conn in conns:
+            await conn.execute("SELECT 1")

@@ -190,6 +190,10 @@ async def main() -> None:
                     await adapter.insert_single(cmd["start"], cmd["count"])
                 case "insert_batch":
                     await adapter.insert_batch(cmd["start"], cmd["count"], cmd["chunk"])
+                case "prepare_concurrent":
+                    await adapter.prepare_concurrent(cmd["producers"], cmd["group_commit"])
+                case "insert_concurrent":
+                    await adapter.insert_concurrent(cmd["start"], cmd["count"], cmd["producers"])
                 case "ping":
                     await adapter.ping()
                 case "latency":

@@ -25,6 +25,11 @@ Opt-in workloads (not in the default ``--only``; the first two are long):
   sizes, throughput kept and backlog at the end.
 * ``cpu2`` (wai only): handlers that burn ``--cpu-ms`` (1) of CPU, drained by one
   worker process and by ``--cpu2-processes`` (2) of them, with the ratio.
+* ``concurrent``: ``--jobs`` single inserts from ``--producers`` (32) asyncio tasks of
+  one producer process at once, each task one awaited insert after another (request
+  handlers enqueueing); the tasks share the library's pool of connections (see each
+  adapter). For wai twice, alternating: its defaults (``concurrent_p32``) and
+  ``group_commit=True`` (``concurrent_gc_p32``, compared with the peers' only run).
 
 Each run creates the database (``wai_bench``), runs, and drops it. Producer and
 worker are child processes started with each adapter's interpreter (see
@@ -75,9 +80,19 @@ from harness import (
 )
 
 #: Every workload ``--only`` accepts; the default set is :data:`DEFAULT_WORKLOADS`.
-WORKLOADS = ("insert", "batch", "drain", "followups", "latency", "drain1m", "soak", "cpu2")
-#: The default ``--only``. ``drain1m`` (a 1M-row fill per run), ``soak`` (10 minutes) and
-#: ``cpu2`` are opt-in.
+WORKLOADS = (
+    "insert",
+    "batch",
+    "drain",
+    "followups",
+    "latency",
+    "drain1m",
+    "soak",
+    "cpu2",
+    "concurrent",
+)
+#: The default ``--only``. ``drain1m`` (a 1M-row fill per run), ``soak`` (10 minutes),
+#: ``cpu2`` and ``concurrent`` are opt-in.
 DEFAULT_WORKLOADS = ("insert", "batch", "drain", "followups", "latency")
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432"
 #: A PostgreSQL 15 backend flushes its statistics at most once a second while busy,
@@ -117,6 +132,7 @@ class Options:
     cpu2_processes: int = 2
     cpu2_concurrency: int = 32
     cpu2_handler: str = "async"
+    producers: int = 32
     python: dict[str, str] = field(default_factory=dict[str, str])
     session_options: str = ""
     json_path: str | None = None
@@ -177,6 +193,8 @@ def parse_args(argv: list[str] | None = None) -> Options:
         help="async: busy loop in an async def handler (in the event loop); sync: in a "
         "def handler (wai's thread pool, under the GIL)",
     )
+    g = p.add_argument_group("concurrent (opt-in)")
+    g.add_argument("--producers", type=int, default=32, help="producer tasks inserting at once")
     p.add_argument(
         "--quiet-pct",
         type=float,
@@ -235,6 +253,8 @@ def parse_args(argv: list[str] | None = None) -> Options:
         p.error("--terminal-rows, --soak-batch and --soak-concurrency must be positive")
     if a.soak_seconds <= 0 or a.soak_rate <= 0 or a.soak_poll <= 0 or a.cpu_ms <= 0:
         p.error("--soak-seconds, --soak-rate, --soak-poll and --cpu-ms must be positive")
+    if a.producers < 1:
+        p.error("--producers must be positive")
     if a.cpu2_processes < 2 or a.cpu2_concurrency < 1:
         p.error("--cpu2-processes must be at least 2, --cpu2-concurrency positive")
     python: dict[str, str] = {}
@@ -276,6 +296,7 @@ def parse_args(argv: list[str] | None = None) -> Options:
         cpu2_processes=a.cpu2_processes,
         cpu2_concurrency=a.cpu2_concurrency,
         cpu2_handler=a.cpu2_handler,
+        producers=a.producers,
         python=python,
         session_options=a.session_options,
         json_path=a.json_path,
@@ -620,15 +641,23 @@ class Bench:
 
     # -- workloads --------------------------------------------------------------------
 
-    def run_insert(self, mode: str) -> dict[str, Any]:
-        """One single-insert (``mode="insert"``) or batch-insert (``"batch"``) run."""
+    def run_insert(self, mode: str, *, group_commit: bool = False) -> dict[str, Any]:
+        """One single-insert (``mode="insert"``), batch-insert (``"batch"``) or concurrent
+        single-insert (``"concurrent"``, with the library's group commit if asked) run."""
         n = self.opts.jobs
+        producers = self.opts.producers
         cmd: dict[str, Any] = {"cmd": "insert_single", "start": 0, "count": n}
         if mode == "batch":
             cmd = {"cmd": "insert_batch", "start": 0, "count": n, "chunk": self.opts.chunk}
+        elif mode == "concurrent":
+            cmd = {"cmd": "insert_concurrent", "start": 0, "count": n, "producers": producers}
         with self.database():
             prod = self.producer()
             try:
+                if mode == "concurrent":  # before the clock: connect the producers' pool
+                    prepare = {"producers": producers, "group_commit": group_commit}
+                    prod.send(json.dumps({"cmd": "prepare_concurrent", **prepare}))
+                    prod.expect_json(timeout=120)
                 quiet = self.settle(prod, [])
                 others = self.other_sessions()
                 before = DbStats.read(self.admin, self.opts.dbname)
@@ -1007,6 +1036,19 @@ class Bench:
             groups.append([("insert", lambda: self.run_insert("insert"))])
         if "batch" in only:
             groups.append([("batch", lambda: self.run_insert("batch"))])
+        if "concurrent" in only and adapter.concurrent_skip is not None:
+            self.skipped["concurrent"] = adapter.concurrent_skip
+        elif "concurrent" in only:
+            p = self.opts.producers
+            group = [(f"concurrent_p{p}", lambda: self.run_insert("concurrent"))]
+            if adapter.supports_group_commit:
+                group.append(
+                    (
+                        f"concurrent_gc_p{p}",
+                        lambda: self.run_insert("concurrent", group_commit=True),
+                    )
+                )
+            groups.append(group)
         drain1m = "drain1m" in only and adapter.terminal_fill_skip is None
         if "drain1m" in only and not drain1m:
             self.skipped["drain1m"] = str(adapter.terminal_fill_skip)
@@ -1192,6 +1234,10 @@ def label_of(key: str, runs: list[dict[str, Any]] | None = None) -> str:
         r = next(iter(good(runs or [])), None)
         offered = f" (offered {r['offered_rate']:,.0f}/s)" if r else ""
         return f"soak completed{offered}"
+    if key.startswith("concurrent_gc_p"):
+        return f"concurrent insert, {key.removeprefix('concurrent_gc_p')} tasks, group commit"
+    if key.startswith("concurrent_p"):
+        return f"concurrent insert, {key.removeprefix('concurrent_p')} tasks"
     if key.startswith("drain1m_c"):
         r = next((r for r in good(runs or []) if "fill" in r), None)
         rows = f"{r['fill']['rows']:,}" if r else "stored"
@@ -1428,6 +1474,13 @@ def compared_figures(keys: list[str]) -> list[tuple[str, str, str, bool]]:
             figures.append(("single insert jobs/s", key, "rate", True))
         elif key == "batch":
             figures.append(("batch insert jobs/s", key, "rate", True))
+        elif key.startswith("concurrent_p"):
+            p = key.removeprefix("concurrent_p")
+            figures.append((f"concurrent insert {p} tasks jobs/s", key, "rate", True))
+        elif key.startswith("concurrent_gc_p"):
+            p = key.removeprefix("concurrent_gc_p")
+            label = f"concurrent insert {p} tasks jobs/s, wai group commit (peers: as above)"
+            figures.append((label, key, "rate", True))
         elif key.startswith("drain_c"):
             figures.append((f"drain c={key.removeprefix('drain_c')} jobs/s", key, "rate", True))
         elif key.startswith("drain1m_c"):
@@ -1463,8 +1516,10 @@ def comparison(results: dict[str, dict[str, list[dict[str, Any]]]], base: str = 
     medians: dict[tuple[str, str], tuple[float, bool]] = {}
     for name in names:
         for _, key, attr, _ in figures:
-            if key in results[name]:
-                medians[name, f"{key}:{attr}"] = figure_median(results[name][key], attr)
+            # a library without group commit is compared with its one concurrent run
+            own = key if key in results[name] else key.replace("concurrent_gc_p", "concurrent_p")
+            if own in results[name]:
+                medians[name, f"{key}:{attr}"] = figure_median(results[name][own], attr)
 
     def cell(name: str, key: str, attr: str, digits: int) -> str:
         value, ok = medians.get((name, f"{key}:{attr}"), (math.nan, True))

@@ -764,6 +764,10 @@ class ClientBase:
             )
         )
         self.open()
+        return self._insert_built(job)
+
+    def _insert_built(self, job: NewJob) -> JobRow:
+        """Insert one validated job on a pooled connection, as one statement and commit."""
         # getconn/putconn rather than pool.connection(): an autocommit statement needs
         # none of its commit-or-rollback on exit, and a single insert is short enough for
         # that context's cost to show (putconn still rolls back a connection left in a

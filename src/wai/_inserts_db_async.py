@@ -10,17 +10,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import psycopg
 from psycopg import AsyncConnection
 
 from wai import _db_async as db
-from wai._inserts import NewJob
+from wai._inserts import NewJob, inserted_row
 from wai._job import JobRow, JobState
 from wai._metrics import METRICS
 from wai._tracing import otel
 from wai._translate import translate_errors
 from wai.errors import UniqueConflict, ValidationError
 
-__all__ = ["copy_batch", "insert_batch", "insert_followups", "insert_one"]
+__all__ = ["copy_batch", "insert_batch", "insert_each", "insert_followups", "insert_one"]
 
 
 def _conflict(job: NewJob, existing: JobRow | None) -> UniqueConflict:
@@ -67,6 +68,47 @@ async def _insert_one(conn: AsyncConnection[Any], schema: str, job: NewJob, own:
                 return existing
             # The holder left its unique states between the two statements: insert again.
     raise _conflict(job, None)
+
+
+async def insert_each(
+    conn: AsyncConnection[Any], schema: str, jobs: Sequence[NewJob]
+) -> list[JobRow | Exception]:
+    """Insert the jobs of independent callers in one statement and one commit (group commit).
+
+    ``conn`` is an autocommit connection of the client's pool. Per job, in order: its row,
+    or the error that inserting it alone raises, which fails that job's caller only. A job whose
+    unique key is held goes through the single insert afterwards (the conflict it raises,
+    or the existing job it skips to); a statement the server refuses (one job's value)
+    inserted nothing, and each job is then inserted on its own. Untraced: the callers
+    hold their spans. A broken connection raises, for every job.
+    """
+    if len(jobs) == 1:
+        return [await _alone(conn, schema, jobs[0])]
+    try:
+        with translate_errors(schema):
+            inserted = await db.job_insert_many_ids(conn, schema, jobs)
+    except psycopg.OperationalError:
+        raise
+    except Exception:  # one caller's job refused: each on its own says whose
+        return [await _alone(conn, schema, job) for job in jobs]
+    out: list[JobRow | Exception] = []
+    count = METRICS.inserted.add
+    for job, row in zip(jobs, inserted, strict=True):
+        if row is None:
+            out.append(await _alone(conn, schema, job))
+        else:
+            count((job.queue, job.kind))
+            out.append(inserted_row(job, row[0], row[1], row[2]))
+    return out
+
+
+async def _alone(conn: AsyncConnection[Any], schema: str, job: NewJob) -> JobRow | Exception:
+    """:func:`insert_one` of a grouped job, untraced; its error returned, for its caller
+    alone (a broken connection too: the jobs inserted before it stay inserted)."""
+    try:
+        return await _insert_one(conn, schema, job, True)
+    except Exception as exc:
+        return exc
 
 
 async def insert_batch(

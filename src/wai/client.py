@@ -10,9 +10,13 @@ from typing import Any
 
 from wai._client_base import ClientBase
 from wai._client_base_async import AsyncClientBase
+from wai._group_commit import GroupCommit
 from wai._health import RuntimeHealth
+from wai._inserts import NewJob
+from wai._job import JobRow
 from wai._logging import emit, say
 from wai._queues import QueueConfig, normalize_queues
+from wai._registry import Registry
 from wai.callbacks import Resolved
 from wai.errors import ValidationError
 from wai.worker import Runtime, RuntimeSettings
@@ -27,10 +31,46 @@ class AsyncClient(AsyncClientBase):
 
     ``AsyncClient(database_url, schema="wai", max_connections=10)``; the URL
     defaults to ``WAI_DATABASE_URL`` or ``DATABASE_URL``. Use it as an async
-    context manager, or call :meth:`open` and :meth:`close`.
+    context manager, or call :meth:`open` and :meth:`close`. ``group_commit=True``
+    writes the :meth:`insert` calls that arrive together as one statement and one
+    commit, each caller still getting its own row or error (``docs/inserting.md``).
     """
 
     _runtime: Runtime | None = None
+
+    def __init__(
+        self,
+        database_url: str | None = None,
+        *,
+        schema: str = "wai",
+        min_connections: int = 1,
+        max_connections: int = 10,
+        registry: Registry | None = None,
+        prepared_statements: bool | None = None,
+        listen_url: str | None = None,
+        group_commit: bool = False,
+    ) -> None:
+        super().__init__(
+            database_url,
+            schema=schema,
+            min_connections=min_connections,
+            max_connections=max_connections,
+            registry=registry,
+            prepared_statements=prepared_statements,
+            listen_url=listen_url,
+        )
+        if not isinstance(group_commit, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValidationError(f"group_commit must be True or False, got {group_commit!r}")
+        #: Whether :meth:`insert` calls that arrive together share one statement and one
+        #: commit (``docs/inserting.md#group-commit``). Off by default: it suits many
+        #: concurrent producers in one process, not a lone one.
+        self.group_commit = group_commit
+        self._group = GroupCommit(self.pool, self.schema, self.open) if group_commit else None
+
+    async def _insert_built(self, job: NewJob) -> JobRow:
+        if self._group is not None:
+            return await self._group.insert(job)
+        return await super()._insert_built(job)
 
     async def start(
         self, queues: Mapping[str, int | QueueConfig] | None = None, **runtime: Any
@@ -142,6 +182,8 @@ class AsyncClient(AsyncClientBase):
     async def close(self) -> None:
         """Shut the workers down (if running) and close the pool."""
         await self.shutdown()
+        if self._group is not None:
+            await self._group.close()  # the inserts already queued are written first
         await super().close()
 
     def _runtime_health(self) -> RuntimeHealth | None:

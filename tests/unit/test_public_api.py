@@ -170,3 +170,17 @@ def test_private_modules_are_not_the_public_path() -> None:
     """The names wai re-exports live in private modules; the public path is ``wai``."""
     assert wai.JobRow.__module__.startswith("wai._")
     assert wai.Job.__module__.startswith("wai._")
+
+
+def test_group_commit_is_a_setting_of_the_async_client() -> None:
+    """``AsyncClient(group_commit=...)``; its constructor takes every other setting the
+    sync client takes, with the same defaults (it forwards them)."""
+    mine = inspect.signature(wai.AsyncClient).parameters
+    shared = inspect.signature(wai.Client).parameters
+    assert "group_commit" in mine
+    assert mine["group_commit"].default is False
+    assert "group_commit" not in shared
+    for name, param in shared.items():
+        assert name in mine, f"AsyncClient() does not take {name}"
+        assert mine[name].default == param.default, name
+        assert mine[name].kind == param.kind, name
