@@ -1,14 +1,16 @@
-"""Where a single insert's client CPU goes: psycopg alone, then the pool, then all of wai.
+"""Where a single insert's client CPU goes: psycopg's cursor, libpq directly, all of wai.
 
     .venv/bin/python bench/insert_cost.py [--url URL] [--inserts 3000] [--rounds 3]
         [--pyinstrument FILE] [--scratch NAME]
 
 Runs on a scratch database (created, migrated and dropped): the same prepared
-``job_insert`` statement with the same parameters, (1) on one psycopg connection, (2)
-through wai's pool with a cursor per insert, as wai does, (3) as ``client.insert()``,
-which also builds and validates the job and the returned row. The three alternate, and
-each line shows the median round: jobs/s (one insert after another) and client CPU per
-insert (``getrusage``). The difference between (1) and (3) is what wai adds to the driver.
+``job_insert`` statement with the same parameters, (1) through a psycopg cursor on one
+connection (the driver's usual path), (2) through libpq directly on one connection, as
+``client.insert`` sends it (:mod:`wai._direct_async`: no cursor), (3) as
+``client.insert()``, which also borrows a pooled connection, builds and validates the job
+and the returned row. The three alternate, and each line shows the median round: jobs/s
+(one insert after another) and client CPU per insert (``getrusage``). The difference
+between (2) and (3) is what wai adds to the driver.
 ``--pyinstrument FILE`` then runs (3) once more under pyinstrument (the bench extra) and
 writes its call tree to FILE.
 """
@@ -25,7 +27,8 @@ from scratch import measure, print_medians, scratch_database
 from wai_jobs import Noop
 
 import wai
-from wai._db_async import channel, job_params
+from wai._db_async import _insert_statement, _insert_values, channel, job_params
+from wai._direct_async import run_returning
 from wai._sql import query
 
 SCRATCH = "wai_insert_cost"
@@ -49,21 +52,23 @@ async def main() -> None:
         text = query("job_insert", client.schema)
         conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
 
-        async def driver(_: int) -> None:
-            cur = await conn.execute(text, params)
-            await cur.fetchall()
-
-        async def pooled(_: int) -> None:
-            async with client.pool.connection() as c, c.cursor(row_factory=tuple_row) as cur:
+        async def cursor(_: int) -> None:
+            async with conn.cursor(row_factory=tuple_row) as cur:
                 await cur.execute(text, params)
                 await cur.fetchall()
+
+        stmt, channel_text = _insert_statement(False, client.schema)
+        values = _insert_values(job, channel_text)
+
+        async def direct(_: int) -> None:
+            await run_returning(conn, stmt, values)
 
         async def whole(i: int) -> None:
             await client.insert(Noop(seq=i), queue="bench")
 
         ways = {
-            "1 psycopg: the prepared job_insert on one connection": driver,
-            "2 + wai's pool and a cursor per insert": pooled,
+            "1 psycopg: the prepared job_insert, a cursor per insert": cursor,
+            "2 the same through libpq directly (no cursor)": direct,
             "3 wai: client.insert(Noop(seq=i))": whole,
         }
         results: dict[str, list[tuple[float, float]]] = {name: [] for name in ways}

@@ -9,6 +9,7 @@ package (:mod:`wai.dlq`, :mod:`wai.cron`, :mod:`wai.outbox`, :mod:`wai.callbacks
 
 from __future__ import annotations
 
+import functools
 import json
 import operator
 from collections.abc import Sequence
@@ -28,7 +29,7 @@ from wai._admin import (
     counts_finished_exactly,
 )
 from wai._admin import queue_stats as admin_stats
-from wai._direct_async import run_returning, statement
+from wai._direct_async import Statement, run_returning, statement
 from wai._flow import RateLimit
 from wai._inserts import NewJob, inserted_row
 from wai._instances import RuntimeInstance
@@ -294,15 +295,75 @@ def _text(value: object) -> bytes | None:
     raise TypeError(f"no text format for {type(value).__name__}")
 
 
+#: The parameters of job_insert and job_insert_unique in the order of their text, as
+#: :func:`_insert_values` sends them.
+_INSERT_PARAMS = (
+    "kind",
+    "queue",
+    "args",
+    "state",
+    "priority",
+    "max_attempts",
+    "run_at",
+    "tags",
+    "metadata",
+    "unique_key",
+    "unique_states",
+    "ordering_key",
+    "trigger_job_id",
+    "trigger_run_lease",
+    "trigger_outcome",
+    "trigger_spec",
+    "channel",
+)
+
+
+@functools.cache
+def _insert_statement(unique: bool, schema: str) -> tuple[Statement, bytes]:
+    """job_insert (or job_insert_unique) of ``schema`` for :func:`run_returning`, and the
+    schema's channel as a text parameter."""
+    stmt = statement("job_insert_unique" if unique else "job_insert", schema)
+    if stmt[2] != _INSERT_PARAMS:
+        raise RuntimeError(f"job_insert takes {stmt[2]}, not the {_INSERT_PARAMS} sent")
+    return stmt, channel(schema).encode()
+
+
+def _insert_values(job: NewJob, channel_text: bytes) -> list[bytes | None]:
+    """The text parameters of job_insert for ``job``, in :data:`_INSERT_PARAMS` order."""
+    trig = job.trigger
+    run_at = job.run_at
+    tags = job.tags
+    key = job.unique_key
+    states = job.unique_states
+    ordering_key = job.ordering_key
+    return [
+        job.kind.encode(),
+        job.queue.encode(),
+        job.args.encode(),
+        job.state.encode(),
+        str(job.priority).encode(),
+        str(job.max_attempts).encode(),
+        None if run_at is None else _text(run_at),
+        _text(tags) if tags else None,
+        job.metadata.encode(),
+        None if key is None else _text(key),
+        None if states is None else _text(states),
+        None if ordering_key is None else ordering_key.encode(),
+        None if trig is None else str(trig[0]).encode(),
+        None if trig is None else str(trig[1]).encode(),
+        None if trig is None else trig[2].encode(),
+        None if trig is None else trig[3].encode(),
+        channel_text,
+    ]
+
+
 async def job_insert_own(conn: AsyncConnection[Any], schema: str, job: NewJob) -> JobRow | None:
     """:func:`job_insert` on a connection of the client's own pool, without a cursor.
 
     Autocommit and outside any transaction: see :mod:`wai._direct_async`.
     """
-    stmt = statement("job_insert" if job.unique_key is None else "job_insert_unique", schema)
-    params = job_params(job)
-    params["channel"] = channel(schema)
-    rows = await run_returning(conn, stmt, [_text(params[name]) for name in stmt[2]])
+    stmt, channel_text = _insert_statement(job.unique_key is not None, schema)
+    rows = await run_returning(conn, stmt, _insert_values(job, channel_text))
     if not rows:
         return None
     id_, run_at, created_at, *_ = rows[0]

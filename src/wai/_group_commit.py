@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from psycopg import AsyncConnection
@@ -45,15 +44,9 @@ _Waiter = tuple[NewJob, "asyncio.Future[JobRow]"]
 class GroupCommit:
     """Coalesces one client's concurrent single inserts into one statement and commit."""
 
-    def __init__(
-        self,
-        pool: AsyncConnectionPool[AsyncConnection[Any]],
-        schema: str,
-        opened: Callable[[], Awaitable[None]],
-    ) -> None:
+    def __init__(self, pool: AsyncConnectionPool[AsyncConnection[Any]], schema: str) -> None:
         self._pool = pool
         self._schema = schema
-        self._opened = opened
         self._waiting: list[_Waiter] = []
         self._writer: asyncio.Task[None] | None = None
 
@@ -83,7 +76,7 @@ class GroupCommit:
                 del self._waiting[:MAX_GROUP]
                 if group:
                     await self._deliver(group)
-        except asyncio.CancelledError:
+        except BaseException:
             # cancelled from outside (the event loop closing): no caller waits forever
             _fail(self._waiting, DatabaseError("the insert was interrupted: its client closed"))
             self._waiting.clear()
@@ -95,10 +88,13 @@ class GroupCommit:
         """Write one group and hand each caller its row or its error."""
         try:
             results = await self._write_group([job for job, _ in group])
-        except asyncio.CancelledError:
-            _fail(group, DatabaseError("the insert was interrupted: its client closed"))
-            raise
-        except Exception as exc:  # the whole group failed (a broken connection): all hear it
+            if len(results) != len(group):
+                raise RuntimeError(f"{len(results)} results for a group of {len(group)} inserts")
+        except BaseException as exc:
+            if not isinstance(exc, Exception):
+                _fail(group, DatabaseError("the insert was interrupted: its client closed"))
+                raise
+            # the whole group failed (a broken connection): each caller hears it
             logger.debug("a group of %d inserts failed: %r", len(group), exc)
             _fail(group, exc)
             return
@@ -111,7 +107,6 @@ class GroupCommit:
                 future.set_result(result)
 
     async def _write_group(self, jobs: list[NewJob]) -> list[JobRow | Exception]:
-        await self._opened()
         conn = await self._pool.getconn()
         try:
             return await inserts_db.insert_each(conn, self._schema, jobs)

@@ -65,7 +65,7 @@ class AsyncClient(AsyncClientBase):
         #: commit (``docs/inserting.md#group-commit``). Off by default: it suits many
         #: concurrent producers in one process, not a lone one.
         self.group_commit = group_commit
-        self._group = GroupCommit(self.pool, self.schema, self.open) if group_commit else None
+        self._group = GroupCommit(self.pool, self.schema) if group_commit else None
 
     async def _insert_built(self, job: NewJob) -> JobRow:
         if self._group is not None:

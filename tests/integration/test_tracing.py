@@ -201,6 +201,25 @@ async def test_insert_is_a_producer_span_whose_context_the_job_stores(
     assert stored(await aclient.get_job(other.id)) == traceparent_of(b)
 
 
+async def test_group_commit_keeps_one_producer_span_per_call(
+    database_url: str, spans: InMemorySpanExporter
+) -> None:
+    async with wai.AsyncClient(database_url, group_commit=True) as client:
+        with tracer().start_as_current_span("request") as request:
+            jobs = await asyncio.gather(
+                *(client.insert(Signup(user_id=i), queue="signup") for i in range(5))
+            )
+        found = by_name(spans, "insert signup")
+        assert len(found) == 5
+        for span in found:
+            assert span.kind is SpanKind.PRODUCER
+            assert parent_id(span) == request.get_span_context().span_id
+        by_id = {(s.attributes or {})["messaging.message.id"]: s for s in found}
+        for job in jobs:
+            assert stored(job) == traceparent_of(by_id[str(job.id)])
+            assert stored(await client.get_job(job.id)) == stored(job)
+
+
 async def test_the_asyncpg_bridge_is_the_same_producer_span(
     aclient: wai.AsyncClient, database_url: str, spans: InMemorySpanExporter
 ) -> None:
