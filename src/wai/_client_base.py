@@ -221,8 +221,10 @@ class ClientBase:
             min_size=min_connections,
             max_size=max_connections,
             # Autocommit: a lone statement commits by itself; multi-statement work opens a
-            # transaction explicitly (conn.transaction()).
-            kwargs={"autocommit": True},
+            # transaction explicitly (conn.transaction()). UTF-8 whatever the URL's options
+            # or PGCLIENTENCODING say: args and metadata are decoded as UTF-8 JSON, and the
+            # single insert sends UTF-8 text (wai._direct).
+            kwargs={"autocommit": True, "client_encoding": "UTF8"},
             configure=configure_sync if self.prepared_statements else _unprepared_sync,
             open=False,
             name=f"wai-{self.schema}",

@@ -162,6 +162,23 @@ async def test_insert_stores_hostile_strings_verbatim(
     assert count_jobs(database_url) == 1  # the table is still there
 
 
+async def test_insert_on_a_connection_with_another_client_encoding(database_url: str) -> None:
+    # a URL asking for LATIN1: wai's own connections speak UTF-8 all the same (the single
+    # insert sends UTF-8 text, args are decoded as UTF-8 JSON): no mojibake, no decode error
+    sep = "&" if "?" in database_url else "?"
+    url = f"{database_url}{sep}options=-c%20client_encoding%3DLATIN1"
+    async with wai.AsyncClient(url) as client:
+        row = await client.insert({"s": "café"}, kind="latin", tags=["été"])
+        stored = await client.get_job(row.id)
+    assert stored.args == {"s": "café"}
+    assert stored.tags == ("été",)
+    async with await psycopg.AsyncConnection.connect(database_url) as conn:
+        cur = await conn.execute(
+            "SELECT args->>'s', tags[1] FROM wai.jobs WHERE id = %s", (row.id,)
+        )
+        assert await cur.fetchone() == ("café", "été")
+
+
 async def test_insert_literal_backslash_u0000_is_stored(aclient: wai.AsyncClient) -> None:
     row = await aclient.insert({"s": "\\u0000"}, kind="escaped")
     assert (await aclient.get_job(row.id)).args == {"s": "\\u0000"}

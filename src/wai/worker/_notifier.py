@@ -110,7 +110,7 @@ class Notifier:
             try:
                 # Autocommit: LISTEN takes effect at commit; notes arrive between transactions.
                 conn = await AsyncConnection.connect(
-                    self._url, autocommit=True, **keepalives(self._url)
+                    self._url, autocommit=True, client_encoding="UTF8", **keepalives(self._url)
                 )
                 channels = [*self._routes, *([self._probe_channel] if self._probe_channel else [])]
                 for name in channels:
