@@ -62,8 +62,8 @@ class AsyncClient(AsyncClientBase):
         if not isinstance(group_commit, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(f"group_commit must be True or False, got {group_commit!r}")
         #: Whether :meth:`insert` calls that arrive together share one statement and one
-        #: commit (``docs/inserting.md#group-commit``). Off by default: it suits many
-        #: concurrent producers in one process, not a lone one.
+        #: commit (``docs/inserting.md#many-producers-at-once-group-commit``). Off by
+        #: default: it suits many concurrent producers in one process, not a lone one.
         self.group_commit = group_commit
         self._group = GroupCommit(self.pool, self.schema) if group_commit else None
 

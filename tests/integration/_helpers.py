@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, LiteralString, TypeVar
 
 import wai
+from wai.worker import Runtime
 
 T = TypeVar("T")
 
@@ -158,11 +159,16 @@ async def serving(
         await client.shutdown(timeout=shutdown_timeout)
 
 
-async def attempts_settled(client: wai.AsyncClient) -> bool:
-    """True once this client's runtime holds no live attempt (outcomes written or dropped)."""
+def runtime_of(client: wai.AsyncClient) -> Runtime:
+    """The client's running worker runtime (a private object the tests look into)."""
     runtime = client._runtime  # pyright: ignore[reportPrivateUsage]
     assert runtime is not None
-    return not runtime.attempts
+    return runtime
+
+
+async def attempts_settled(client: wai.AsyncClient) -> bool:
+    """True once this client's runtime holds no live attempt (outcomes written or dropped)."""
+    return not runtime_of(client).attempts
 
 
 #: ``await admin("method", *args)``: an operator method run on either client.

@@ -22,21 +22,15 @@ from tests.integration._helpers import (
     db_now,
     fetch,
     register,
+    runtime_of,
     serving,
     wait_for,
     wait_job,
 )
 from wai import _db_async as db
 from wai.maintenance import CronFirer
-from wai.worker._runtime import Runtime
 
 pytestmark = pytest.mark.timeout(90)
-
-
-def _runtime(client: wai.AsyncClient) -> Runtime:
-    runtime = client._runtime  # pyright: ignore[reportPrivateUsage]
-    assert runtime is not None
-    return runtime
 
 
 async def _notes(conn: psycopg.AsyncConnection[object], seconds: float = 0.3) -> list[str]:
@@ -108,7 +102,7 @@ async def test_the_listen_probe_proves_delivery_and_is_redone_after_a_reconnect(
 ) -> None:
     register(aclient, "async", lambda job: None)
     async with serving(aclient):
-        notifier = _runtime(aclient).notifier
+        notifier = runtime_of(aclient).notifier
         assert notifier is not None
         await wait_for(lambda: notifier.delivering, timeout=10)
         # the server ends the LISTEN connection: delivery is unproven until a new probe
@@ -131,7 +125,7 @@ async def test_an_idle_queue_polls_less_only_while_listen_delivers(
         async with wai.AsyncClient(database_url, listen_url=listen_url) as client:
             register(client, "async", lambda job: None)
             async with serving(client, poll_interval=0.05, idle_poll_interval=600):
-                runtime = _runtime(client)
+                runtime = runtime_of(client)
                 notifier = runtime.notifier
                 if listen_url is None:
                     assert notifier is not None
@@ -150,7 +144,7 @@ async def test_an_idle_promoter_wakes_for_a_job_scheduled_while_it_sleeps(
 ) -> None:
     register(aclient, "async", lambda job: None)
     async with serving(aclient, promote_interval=0.5, idle_poll_interval=600):
-        notifier = _runtime(aclient).notifier
+        notifier = runtime_of(aclient).notifier
         assert notifier is not None
         await wait_for(lambda: notifier.delivering, timeout=10)
         # idle passes at about 0, 0.5, 1.5, 3.5, 7.5, then 15.5 s: at 9.5 s the promoter is
@@ -176,7 +170,7 @@ async def test_an_idle_promoter_wakes_for_a_retry(aclient: wai.AsyncClient) -> N
         return wai.RetryAfter(0.5) if len(attempts) == 1 else None
 
     async with serving(aclient, promote_interval=0.5, idle_poll_interval=600):
-        notifier = _runtime(aclient).notifier
+        notifier = runtime_of(aclient).notifier
         assert notifier is not None
         await wait_for(lambda: notifier.delivering, timeout=10)
         await asyncio.sleep(9.5)  # the promoter is in its 8-s wait (see the test above)

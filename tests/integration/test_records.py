@@ -16,21 +16,15 @@ from tests.integration._helpers import (
     db_now,
     fetch,
     register,
+    runtime_of,
     serving,
     wait_for,
     wait_gate,
     wait_job,
 )
 from wai.maintenance import InstanceReaper
-from wai.worker import Runtime
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def _runtime(client: wai.AsyncClient) -> Runtime:
-    runtime = client._runtime  # pyright: ignore[reportPrivateUsage]
-    assert runtime is not None
-    return runtime
 
 
 async def _only(client: wai.AsyncClient) -> wai.RuntimeInstance:
@@ -62,7 +56,7 @@ async def test_worker_record_has_its_fields_and_vanishes_on_shutdown(
     register(aclient, "async", lambda job: None)
     before = await db_now(aclient)
     async with serving(aclient, {"q": 3, "other": 2}, record_interval=0.1):
-        runtime = _runtime(aclient)
+        runtime = runtime_of(aclient)
         record = await _only(aclient)  # written before start() returned
         assert record.instance_id == runtime.instance_id
         host, pid, _suffix = record.instance_id.split(":")
@@ -140,7 +134,7 @@ async def test_maintenance_only_runtime_records_its_role_and_leads(
 ) -> None:
     async with serving(aclient, {}, record_interval=0.1):
         # it claims nothing, but listens for what wakes promotion and cron: not for health
-        assert _runtime(aclient).notifier is not None
+        assert runtime_of(aclient).notifier is not None
 
         async def leading() -> wai.RuntimeInstance | None:
             rec = await _only(aclient)
@@ -176,8 +170,8 @@ async def test_two_runtimes_record_one_leader(database_url: str) -> None:
 
         records = await wait_for(settled, 10, what="two records, one leader")
         assert {r.instance_id for r in records} == {
-            _runtime(one).instance_id,
-            _runtime(two).instance_id,
+            runtime_of(one).instance_id,
+            runtime_of(two).instance_id,
         }
 
 
@@ -189,7 +183,7 @@ async def test_leader_collects_records_of_dead_processes(aclient: wai.AsyncClien
     await _insert_record(aclient, "junk:4:dddd", seen_ago=45, health='{"record_interval": "x"}')
 
     async with serving(aclient, {"q": 1}, record_interval=0.1):
-        mine = _runtime(aclient).instance_id
+        mine = runtime_of(aclient).instance_id
 
         async def collected() -> bool:
             return await _instance_ids(aclient) == {mine, "recent:2:bbbb", "slow:3:cccc"}
@@ -218,7 +212,7 @@ async def test_record_is_recreated_after_being_collected(aclient: wai.AsyncClien
         await fetch(aclient, "DELETE FROM wai.runtime_instances")
 
         async def back() -> bool:
-            return await _instance_ids(aclient) == {_runtime(aclient).instance_id}
+            return await _instance_ids(aclient) == {runtime_of(aclient).instance_id}
 
         await wait_for(back, 5, what="the record to come back")
 
@@ -229,7 +223,7 @@ def test_sync_client_lists_runtime_instances(sclient: wai.Client) -> None:
 
 async def test_record_of_a_stopping_runtime_is_unhealthy(aclient: wai.AsyncClient) -> None:
     async with serving(aclient, {"q": 1}, record_interval=60):
-        runtime = _runtime(aclient)
+        runtime = runtime_of(aclient)
         snapshot = runtime.recorder.snapshot()
         assert snapshot["healthy"] is True
         runtime._stopping.set()  # pyright: ignore[reportPrivateUsage]

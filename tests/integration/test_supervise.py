@@ -26,6 +26,7 @@ from tests.integration._helpers import (
     db_now,
     fetch,
     register,
+    runtime_of,
     serving,
     wait_for,
     wait_gate,
@@ -72,12 +73,6 @@ def inject(mp: pytest.MonkeyPatch, target: object, name: str) -> list[int]:
 
         mp.setattr(target, name, wrapper)
     return calls
-
-
-def _runtime(client: wai.AsyncClient) -> Runtime:
-    runtime = client._runtime  # pyright: ignore[reportPrivateUsage]
-    assert runtime is not None
-    return runtime
 
 
 async def _fired(calls: list[int]) -> None:
@@ -215,7 +210,7 @@ async def test_listen_loop_survives_an_unexpected_error(
     async with serving(aclient, poll_interval=30):
         await _completes(aclient)  # its NOTIFY hit the fault; the restart woke the queue
         assert calls
-        notifier = _runtime(aclient).notifier
+        notifier = runtime_of(aclient).notifier
         assert notifier is not None
         await wait_for(notifier.connected.is_set, 5, what="LISTEN to be back")
         await _completes(aclient)  # woken by NOTIFY again
@@ -293,7 +288,7 @@ async def test_elector_survives_an_unexpected_error(
     register(aclient, "async", lambda job: None)
     async with serving(aclient):
         await _fired(calls)
-        elector = _runtime(aclient).elector
+        elector = runtime_of(aclient).elector
         assert elector is not None
         await wait_for(lambda: elector.is_leader, 5, what="leadership after the fault")
         # the leader's promoter runs: a scheduled job gets due, promoted and run
