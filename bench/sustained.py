@@ -310,7 +310,12 @@ def merge_child(row: dict[str, Any], prod: dict[str, Any], work: dict[str, Any],
 def take_lines(
     child: Child, windows: dict[int, dict[str, Any]], finals: list[dict[str, Any]]
 ) -> None:
-    """Everything the child has written so far: window lines, or its final answer."""
+    """Everything the child has written so far: window lines, or its final answer.
+
+    The final answer is the last line a child writes; reading stops there, so that a child
+    which has already exited after it (its end of file waiting behind the line) is not
+    taken for one that died.
+    """
     while True:
         try:
             line = child.expect(timeout=0)
@@ -321,6 +326,7 @@ def take_lines(
             windows[int(obj["window"])] = obj
         else:
             finals.append(obj)
+            return
 
 
 def wait_final(child: Child, windows: dict[int, dict[str, Any]], timeout: float) -> dict[str, Any]:
@@ -424,7 +430,8 @@ def sustain(
                                 held_span.append(time.time() - epoch)
                                 log(f"{t:7.1f} s snapshot released")
                             held_in_window = held_in_window or snap.held
-                        take_lines(prod, prod_w, finals)
+                        if not finals:
+                            take_lines(prod, prod_w, finals)
                         take_lines(worker, work_w, [])
                         time.sleep(min(0.2, max(0.0, tick - time.time())))
                     cur = Sample.read(conn, adapter, time.time() - epoch)
