@@ -151,13 +151,30 @@ async def test_a_cleanup_pass_stops_at_its_time_budget(aclient: wai.AsyncClient)
     assert await _ids(aclient) == set()
 
 
+async def test_batches_of_a_pass_go_on_from_where_the_last_one_ended(
+    aclient: wai.AsyncClient,
+) -> None:
+    # Ten rows finalized at the same instant, cut into batches of three: a batch that
+    # starts after the previous one's last finalized_at (not at it) would leave some.
+    for _ in range(10):
+        await _job(aclient, "completed", age=2 * HOUR)
+    await fetch(aclient, "UPDATE wai.jobs SET finalized_at = now() - interval '2 hours'")
+    # A failed row older than them, kept by its longer retention: passed over by every
+    # batch after the first, and still there after the pass.
+    kept = await _job(aclient, "failed", age=3 * HOUR)
+    await _override(aclient, "q", failed="1 day")
+    result = await _cleaner(aclient, batch_size=3).run_once()
+    assert result.deleted == {"completed": 10}
+    assert await _ids(aclient) == {kept}
+
+
 async def test_cleanup_query_can_use_the_finalized_index(aclient: wai.AsyncClient) -> None:
     await _override(aclient, "short", failed="1 minute")
     async with aclient._connection() as conn:
         await conn.execute("SET enable_seqscan = off")
         cur = await conn.execute(
             "EXPLAIN " + query("job_delete_finalized", "wai"),
-            {"completed": HOUR, "failed": HOUR, "cancelled": HOUR, "limit": 1000},
+            {"completed": HOUR, "failed": HOUR, "cancelled": HOUR, "limit": 1000, "after": None},
         )
         plan = "\n".join(r[0] for r in await cur.fetchall())
     assert "jobs_finalized_idx" in plan

@@ -40,6 +40,7 @@ PARAMS: dict[str, Any] = {
     "at": [None, None],
     "run_at": [None, None],
     "queue": "q",
+    "floors": [0, 0, 0, 0],
     "limit": 32,
     "deadline_kinds": ["work"],
     "deadline_seconds": [5.0],
@@ -96,6 +97,11 @@ def test_the_generic_plan_finds_rows_by_primary_key(analyzed: wai.Client, name: 
     assert "Seq Scan on jobs" not in plan, plan
     assert "jobs_running_idx" not in without_flow_cap(plan), plan
     assert "Hash Join" not in without_flow_cap(plan), plan
+    if name.startswith("job_claim"):
+        # each lane walked from its floor: an index condition on ready_seq, not a filter
+        assert re.search(
+            r"Index Scan using jobs_ready_idx[^\n]*\n\s+Index Cond: .*ready_seq >=", plan
+        ), plan
 
 
 def without_flow_cap(plan: str) -> str:

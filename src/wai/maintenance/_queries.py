@@ -101,13 +101,22 @@ async def job_delete_finalized(
     failed: float,
     cancelled: float,
     limit: int,
-) -> dict[str, int]:
-    """Delete up to ``limit`` terminal jobs past their retention; returns counts per state."""
+    after: datetime | None = None,
+) -> tuple[dict[str, int], datetime | None]:
+    """Delete up to ``limit`` terminal jobs past their retention, finalized at or after
+    ``after`` when given; returns counts per state and the latest finalized_at deleted."""
     cur = await conn.execute(
         query("job_delete_finalized", schema),
-        {"completed": completed, "failed": failed, "cancelled": cancelled, "limit": limit},
+        {
+            "completed": completed,
+            "failed": failed,
+            "cancelled": cancelled,
+            "limit": limit,
+            "after": after,
+        },
     )
-    return {r[0]: r[1] for r in await cur.fetchall()}
+    rows = await cur.fetchall()
+    return {r[0]: r[1] for r in rows}, max((r[2] for r in rows), default=None)
 
 
 async def outbox_delete_expired(

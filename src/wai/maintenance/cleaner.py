@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 from psycopg import AsyncConnection
@@ -91,16 +92,23 @@ class Cleaner(PeriodicService):
         """Delete expired terminal jobs, orphaned outbox rows and dead-letter entries."""
         total: dict[str, int] = {}
         until = time.monotonic() + self._budget
+        # Each batch starts where the previous one ended, not at the oldest entry of
+        # jobs_finalized_idx: the entries of the rows deleted stay until vacuum (for as long
+        # as an old snapshot is held). Rows left behind (a longer retention, locked) wait
+        # for the next pass, which starts from the oldest again.
+        after: datetime | None = None
         for _ in range(self._max_batches):
             async with self._pool.connection() as conn:
-                batch = await maintenance_db.job_delete_finalized(
+                batch, last = await maintenance_db.job_delete_finalized(
                     conn,
                     self._schema,
                     completed=self._completed,
                     failed=self._failed,
                     cancelled=self._cancelled,
                     limit=self._batch_size,
+                    after=after,
                 )
+            after = last if last is not None else after
             for state, n in batch.items():
                 total[state] = total.get(state, 0) + n
             if sum(batch.values()) < self._batch_size or time.monotonic() > until:

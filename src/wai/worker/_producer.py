@@ -21,6 +21,7 @@ from wai._pace import next_wait
 from wai._queues import QueueConfig
 from wai._supervise import supervise
 from wai.worker import _queries as worker_db
+from wai.worker._floors import Floors
 
 __all__ = ["FLOW_REREAD", "QueueProducer"]
 
@@ -65,6 +66,8 @@ class QueueProducer:
         self.limited = False
         self.flow: FlowState | None = None
         self._flow_read_at: float | None = None
+        # Where each priority's available jobs begin (wai.worker._floors).
+        self.floors = Floors()
         self._pool = pool
         self._schema = schema
         self._poll_interval = poll_interval
@@ -146,6 +149,11 @@ class QueueProducer:
             if self._flow_read_at is None or now - self._flow_read_at > FLOW_REREAD:
                 self.limited = await worker_db.queue_flow_settings(conn, self._schema, self.name)
                 self._flow_read_at = now
+            if self.floors.due(now):
+                self.floors.probed_at = now
+                await worker_db.job_ready_probe(
+                    conn, self._schema, queue=self.name, floors=self.floors
+                )
             if not self.limited:
                 self.flow = None
                 return await worker_db.job_claim(
@@ -153,6 +161,7 @@ class QueueProducer:
                     self._schema,
                     queue=self.name,
                     limit=limit,
+                    floors=self.floors.values,
                     deadlines=self._deadlines,
                     default_deadline=self.config.deadline,
                 )
@@ -161,6 +170,7 @@ class QueueProducer:
                 self._schema,
                 queue=self.name,
                 limit=limit,
+                floors=self.floors.values,
                 deadlines=self._deadlines,
                 default_deadline=self.config.deadline,
             )

@@ -18,6 +18,7 @@ from wai._flow import FlowState, RateLimit, stored_rate_limit
 from wai._job import JobRow, job_rows
 from wai._queues import QueueSettings
 from wai._sql import query
+from wai.worker._floors import NO_FLOORS, Floors, Probe, lsn
 
 __all__ = [
     "followup_specs_upsert",
@@ -25,6 +26,7 @@ __all__ = [
     "job_claim_limited",
     "job_heartbeat_finished",
     "job_heartbeat_many",
+    "job_ready_probe",
     "kind_limits_upsert",
     "notify",
     "queue_flow_settings",
@@ -49,10 +51,14 @@ def _claim_query(schema: str, limit: int, name: str = "job_claim") -> LiteralStr
 
 
 def _claim_params(
-    queue: str, deadlines: dict[str, float], default_deadline: float | None
+    queue: str,
+    floors: Sequence[int],
+    deadlines: dict[str, float],
+    default_deadline: float | None,
 ) -> dict[str, Any]:
     return {
         "queue": queue,
+        "floors": list(floors),
         "deadline_kinds": list(deadlines),
         "deadline_seconds": list(deadlines.values()),
         "default_deadline": default_deadline,
@@ -67,15 +73,17 @@ async def job_claim(
     limit: int,
     deadlines: dict[str, float],
     default_deadline: float | None,
+    floors: Sequence[int] = NO_FLOORS,
 ) -> list[JobRow]:
-    """Claim up to ``limit`` available jobs of ``queue``, starting an attempt on each.
+    """Claim up to ``limit`` available jobs of ``queue``, starting an attempt on each,
+    walking each priority from its floor (:mod:`wai.worker._floors`).
 
     Claims nothing from a queue under flow control: see :func:`job_claim_limited`.
     """
     async with conn.cursor(row_factory=job_rows) as cur:
         await cur.execute(
             _claim_query(schema, limit),
-            _claim_params(queue, deadlines, default_deadline),
+            _claim_params(queue, floors, deadlines, default_deadline),
         )
         return await cur.fetchall()
 
@@ -88,6 +96,7 @@ async def job_claim_limited(
     limit: int,
     deadlines: dict[str, float],
     default_deadline: float | None,
+    floors: Sequence[int] = NO_FLOORS,
 ) -> tuple[list[JobRow], FlowState | None]:
     """Claim from a queue under flow control, in one transaction and one round trip: take
     the queue's claim lock, claim within its rate limit and global concurrency, read what
@@ -97,7 +106,7 @@ async def job_claim_limited(
         claim = conn.cursor(row_factory=job_rows)
         await claim.execute(
             _claim_query(schema, limit, "job_claim_limited"),
-            _claim_params(queue, deadlines, default_deadline),
+            _claim_params(queue, floors, deadlines, default_deadline),
         )
         after = await conn.execute(query("queue_flow_after", schema), {"queue": queue})
         limits = await lock.fetchone()
@@ -114,6 +123,34 @@ async def job_claim_limited(
         kind_wait=left[3],
     )
     return rows, state
+
+
+async def job_ready_probe(
+    conn: AsyncConnection[Any], schema: str, *, queue: str, floors: Floors
+) -> None:
+    """Probe ``queue``'s lanes and move ``floors`` (:mod:`wai.worker._floors`): two
+    transactions in one round trip, whatever the session's isolation level, the first
+    rolled back."""
+    async with conn.pipeline():
+        top_cur = await conn.execute(query("job_ready_seq_read", schema))
+        xid_cur = await conn.execute(query("job_ready_xid", schema))
+        await conn.rollback()
+        fronts_cur = await conn.execute(
+            query("job_ready_fronts", schema), {"queue": queue, "floors": list(floors.values)}
+        )
+        await conn.commit()
+        top = await top_cur.fetchone()
+        xid = await xid_cur.fetchone()
+        seen = await fronts_cur.fetchone()
+    if top is None or xid is None or seen is None:  # pragma: no cover - one row each
+        raise RuntimeError("a floor probe returned no row")
+    floors.settle(
+        Probe(top=top[0], xid=int(xid[0]), lsn=lsn(xid[1])),
+        seen[0],
+        xmin=int(seen[1]),
+        flushed=lsn(seen[2]),
+        server=seen[3],
+    )
 
 
 async def queue_flow_settings(conn: AsyncConnection[Any], schema: str, queue: str) -> bool:

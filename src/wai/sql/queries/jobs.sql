@@ -275,28 +275,39 @@ LIMIT %(limit)s;
 -- never joins the picked ids to a scan of the table. RETURNING lists wai.job.ROW_COLUMNS,
 -- in their order (JobRow.from_row).
 WITH picked AS (
-    SELECT j.id, j.ordering_key FROM {schema}.jobs AS j
-    WHERE j.state = 'available' AND j.queue = %(queue)s
-      AND NOT EXISTS (
-          SELECT 1 FROM {schema}.queues AS q
-          WHERE q.name = %(queue)s
-            AND (q.paused OR q.rate_limit IS NOT NULL OR q.global_concurrency IS NOT NULL
-                 OR q.has_kind_limits))
-      -- A job with an ordering key only when it is its key's turn: no earlier job of its
-      -- key is unfinished (jobs_ordering_idx; ordering_key IS NULL spares the other jobs
-      -- the probe).
-      AND (j.ordering_key IS NULL OR NOT EXISTS (
-          SELECT 1 FROM {schema}.jobs AS o
-          WHERE o.queue = j.queue AND o.ordering_key = j.ordering_key AND o.id < j.id
-            AND o.state IN ('scheduled', 'available', 'running', 'retryable', 'waiting_external')
-            AND (o.state <> 'retryable'
-                 OR coalesce((SELECT q.retry_holds_key FROM {schema}.queues AS q
-                              WHERE q.name = %(queue)s), true))))
-    -- The order of jobs_claim_idx (available rows only): an index walk that stops at the LIMIT.
-    -- SKIP LOCKED: concurrent claims pass over each other's rows instead of waiting on them.
-    ORDER BY j.priority, j.run_at, j.id
+    SELECT r.id, r.ordering_key
+    -- One lane (priority) after the other, each walked in ready order from its floor
+    -- (%(floors)s, one per priority: wai.worker._floors), so that no claim visits the
+    -- entries of the jobs taken before it, dead but not yet vacuumed. The nested loop
+    -- over the lanes yields them in this order, and the LIMIT stops it.
+    FROM unnest('{1,2,3,4}'::smallint[], %(floors)s::bigint[]) AS l(priority, floor)
+    CROSS JOIN LATERAL (
+        SELECT j.id, j.ordering_key FROM {schema}.jobs AS j
+        WHERE j.state = 'available' AND j.queue = %(queue)s AND j.priority = l.priority
+          AND j.ready_seq >= l.floor
+          -- A job with an ordering key only when it is its key's turn: no earlier job of
+          -- its key is unfinished (jobs_ordering_idx; ordering_key IS NULL spares the
+          -- other jobs the probe).
+          AND (j.ordering_key IS NULL OR NOT EXISTS (
+              SELECT 1 FROM {schema}.jobs AS o
+              WHERE o.queue = j.queue AND o.ordering_key = j.ordering_key AND o.id < j.id
+                AND o.state IN ('scheduled', 'available', 'running', 'retryable',
+                                'waiting_external')
+                AND (o.state <> 'retryable'
+                     OR coalesce((SELECT q.retry_holds_key FROM {schema}.queues AS q
+                                  WHERE q.name = %(queue)s), true))))
+        -- jobs_ready_idx: an index walk that stops at the LIMIT. SKIP LOCKED: concurrent
+        -- claims pass over each other's rows instead of waiting on them.
+        ORDER BY j.ready_seq
+        LIMIT %(limit)s
+        FOR UPDATE OF j SKIP LOCKED
+    ) AS r
+    WHERE NOT EXISTS (
+        SELECT 1 FROM {schema}.queues AS q
+        WHERE q.name = %(queue)s
+          AND (q.paused OR q.rate_limit IS NOT NULL OR q.global_concurrency IS NOT NULL
+               OR q.has_kind_limits))
     LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
 ),
 turns AS (
     INSERT INTO {schema}.key_turns AS t (queue, ordering_key, job_id)
@@ -328,6 +339,41 @@ RETURNING
     j.errors::text, j.metadata::text, j.tags, j.unique_key, j.ordering_key, j.callback_id,
     j.callback_timeout_at, j.run_lease, j.progress::text, j.trigger_job_id,
     j.trigger_run_lease, j.trigger_outcome, j.trigger_spec, j.callback_result::text;
+
+-- name: job_ready_seq_read :one
+-- The first statement of a floor probe (wai.worker._floors): the highest number
+-- jobs_ready_seq has handed out. Sequences are not transactional: this is the latest
+-- value, whoever took it.
+SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END
+FROM {schema}.jobs_ready_seq;
+
+-- name: job_ready_xid :one
+-- The second statement of a floor probe, in the same transaction, which is then rolled
+-- back: a transaction id for it, greater than the id of every transaction that took a
+-- number job_ready_seq_read saw (each took its id before its number), and the end of the
+-- WAL, past the sequence's record of that number.
+SELECT pg_current_xact_id()::text, pg_current_wal_insert_lsn()::text;
+
+-- name: job_ready_fronts :one
+-- The last statement of a floor probe, in a new transaction and snapshot: for each lane
+-- (priority 1 to 4) the first available job at or above its floor, whoever may be
+-- claiming it (a plain read, no SKIP LOCKED); the snapshot's xmin (every transaction
+-- below it has ended); how far the WAL is flushed; and which server this is (a restart or
+-- a failover starts the floors again).
+SELECT
+    ARRAY(
+        SELECT (SELECT j.ready_seq FROM {schema}.jobs AS j
+                WHERE j.queue = %(queue)s AND j.state = 'available'
+                  AND j.priority = l.priority AND j.ready_seq >= l.floor
+                ORDER BY j.ready_seq
+                LIMIT 1)
+        FROM unnest('{1,2,3,4}'::smallint[], %(floors)s::bigint[]) WITH ORDINALITY
+            AS l(priority, floor, n)
+        ORDER BY l.n
+    ) AS fronts,
+    pg_snapshot_xmin(pg_current_snapshot())::text AS xmin,
+    pg_current_wal_flush_lsn()::text AS flushed,
+    pg_postmaster_start_time()::text AS server;
 
 -- name: job_claim_limited :many
 -- job_claim for a queue under flow control, run after queue_flow_lock in one transaction,
@@ -381,27 +427,33 @@ cap AS MATERIALIZED (
     FROM (SELECT 1) AS one LEFT JOIN flow AS f ON true
 ),
 picked AS (
-    SELECT j.id, j.kind, j.priority, j.run_at, j.ordering_key FROM {schema}.jobs AS j
-    WHERE j.state = 'available' AND j.queue = %(queue)s
-      AND (SELECT n FROM cap) > 0
-      -- A CASE, which the planner gives an even chance: `kind <> ALL (...)`, estimated from
-      -- the kinds' statistics, may look so selective that it scans and sorts the whole
-      -- queue rather than walk the index to the LIMIT.
-      AND CASE WHEN j.kind = ANY ((SELECT s.kinds FROM spent_kinds AS s)::text[]) THEN false
-               ELSE true END
-      -- A job with an ordering key only when it is its key's turn: no earlier job of its
-      -- key is unfinished (jobs_ordering_idx; ordering_key IS NULL spares the other jobs
-      -- the probe).
-      AND (j.ordering_key IS NULL OR NOT EXISTS (
-          SELECT 1 FROM {schema}.jobs AS o
-          WHERE o.queue = j.queue AND o.ordering_key = j.ordering_key AND o.id < j.id
-            AND o.state IN ('scheduled', 'available', 'running', 'retryable', 'waiting_external')
-            AND (o.state <> 'retryable'
-                 OR coalesce((SELECT q.retry_holds_key FROM {schema}.queues AS q
-                              WHERE q.name = %(queue)s), true))))
-    ORDER BY j.priority, j.run_at, j.id
+    -- The lanes walked from their floors, as in job_claim.
+    SELECT r.id, r.kind, r.priority, r.ready_seq, r.ordering_key
+    FROM unnest('{1,2,3,4}'::smallint[], %(floors)s::bigint[]) AS l(priority, floor)
+    CROSS JOIN LATERAL (
+        SELECT j.id, j.kind, j.priority, j.ready_seq, j.ordering_key FROM {schema}.jobs AS j
+        WHERE j.state = 'available' AND j.queue = %(queue)s AND j.priority = l.priority
+          AND j.ready_seq >= l.floor
+          -- A CASE, which the planner gives an even chance: `kind <> ALL (...)`, estimated
+          -- from the kinds' statistics, may look so selective that it scans and sorts the
+          -- whole queue rather than walk the index to the LIMIT.
+          AND CASE WHEN j.kind = ANY ((SELECT s.kinds FROM spent_kinds AS s)::text[])
+                   THEN false ELSE true END
+          -- A job with an ordering key only when it is its key's turn (as in job_claim).
+          AND (j.ordering_key IS NULL OR NOT EXISTS (
+              SELECT 1 FROM {schema}.jobs AS o
+              WHERE o.queue = j.queue AND o.ordering_key = j.ordering_key AND o.id < j.id
+                AND o.state IN ('scheduled', 'available', 'running', 'retryable',
+                                'waiting_external')
+                AND (o.state <> 'retryable'
+                     OR coalesce((SELECT q.retry_holds_key FROM {schema}.queues AS q
+                                  WHERE q.name = %(queue)s), true))))
+        ORDER BY j.ready_seq
+        LIMIT %(limit)s
+        FOR UPDATE OF j SKIP LOCKED
+    ) AS r
+    WHERE (SELECT n FROM cap) > 0
     LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
 ),
 chosen AS MATERIALIZED (
     SELECT p.id, p.kind, p.ordering_key FROM picked AS p
@@ -412,8 +464,8 @@ chosen AS MATERIALIZED (
         WHERE k.kind = p.kind
           AND k.tokens < (SELECT count(*) FROM picked AS o
                           WHERE o.kind = p.kind
-                            AND (o.priority, o.run_at, o.id) <= (p.priority, p.run_at, p.id)))
-    ORDER BY p.priority, p.run_at, p.id
+                            AND (o.priority, o.ready_seq) <= (p.priority, p.ready_seq)))
+    ORDER BY p.priority, p.ready_seq
     LIMIT (SELECT n FROM cap)
 ),
 turns AS (

@@ -124,8 +124,11 @@ SELECT pg_notify(%(flow_channel)s, s.queue) FROM (SELECT DISTINCT queue FROM sto
 -- name: job_delete_finalized :many
 -- Delete up to %(limit)s terminal jobs finalized longer ago than the retention of their
 -- state: the queue's override in the queues table, else the default in seconds. The scan
--- walks jobs_finalized_idx up to the shortest retention in force; rows are locked (and
--- re-checked) so a job retried meanwhile is left alone. Returns counts per state.
+-- walks jobs_finalized_idx up to the shortest retention in force, from %(after)s (NULL:
+-- from the oldest), where the pass's previous batch ended: the entries of the rows it
+-- deleted stay until vacuum, and an old snapshot keeps them for as long as it is held.
+-- Rows are locked (and re-checked) so a job retried meanwhile is left alone. Returns
+-- counts per state and the latest finalized_at deleted.
 WITH cutoff AS (
     SELECT now() - least(
         make_interval(secs => least(%(completed)s, %(failed)s, %(cancelled)s)::float8),
@@ -138,6 +141,7 @@ doomed AS (
     FROM {schema}.jobs AS j
     LEFT JOIN {schema}.queues AS q ON q.name = j.queue
     WHERE j.state IN ('completed', 'failed', 'cancelled')
+      AND j.finalized_at >= coalesce(%(after)s::timestamptz, '-infinity')
       AND j.finalized_at < (SELECT oldest_kept FROM cutoff)
       AND j.finalized_at < now() - CASE j.state
           WHEN 'completed' THEN coalesce(q.completed_retention,
@@ -153,9 +157,10 @@ deleted AS (
     DELETE FROM {schema}.jobs AS j
     USING doomed
     WHERE j.id = doomed.id AND j.state IN ('completed', 'failed', 'cancelled')
-    RETURNING j.state
+    RETURNING j.state, j.finalized_at
 )
-SELECT state::text AS state, count(*) AS deleted FROM deleted GROUP BY state;
+SELECT state::text AS state, count(*) AS deleted, max(finalized_at) AS last
+FROM deleted GROUP BY state;
 
 -- name: outbox_delete_expired :one
 -- Outbox retention: delete up to %(limit)s orphaned outbox rows created longer than
@@ -204,7 +209,8 @@ WITH aging AS (
     WHERE priority_aging > interval '0'
 ),
 due AS (
-    -- One index walk (jobs_claim_idx) per aging queue.
+    -- One index walk (jobs_ready_idx, the queue's available jobs) per aging queue. A job
+    -- that moves up takes a new ready_seq (migration 0014): the end of its new lane.
     SELECT c.id, c.target
     FROM aging AS a
     CROSS JOIN LATERAL (
