@@ -16,6 +16,14 @@ import pytest
 
 import wai
 from tests.factories import Counter
+from tests.integration._helpers import (
+    Work,
+    count,
+    register,
+    runtime_of,
+    serving,
+    wait_for,
+)
 from wai._job import JobRow
 from wai._migrate import ledger_sql, migrations
 from wai._sql import query
@@ -183,6 +191,25 @@ async def test_aging_moves_a_job_to_the_end_of_its_new_lane(aclient: wai.AsyncCl
     assert ids == [b.id]
     ids = [r.id for r in await _claim(aclient, floors, limit=1)]
     assert ids == [a.id]
+
+
+async def test_a_worker_moves_its_floors_as_it_claims(aclient: wai.AsyncClient) -> None:
+    register(aclient, "async", lambda job: None)
+    async with serving(aclient, {"q": 20}):
+        # Six rounds of 150 jobs, 0.3 s apart: the worker probes before a claim once 0.1 s
+        # and 100 claimed jobs have passed since its last probe.
+        for n in range(1, 7):
+            await aclient.insert_many([wai.EnqueueRequest(Work(), queue="q") for _ in range(150)])
+
+            async def done(n: int = n) -> bool:
+                return await count(aclient, "state = 'completed'") == 150 * n
+
+            await wait_for(done, 30, what=f"{150 * n} jobs completed")
+            await asyncio.sleep(0.3)
+        floors = runtime_of(aclient).producers["q"].floors
+    # Lane 2 held all 900 jobs, numbered from 1.
+    assert floors.values[1] > 300, floors.values
+    assert floors.settled_top >= 300
 
 
 async def test_an_available_job_without_a_number_is_refused(aclient: wai.AsyncClient) -> None:

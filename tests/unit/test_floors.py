@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from wai.worker._floors import NO_FLOORS, PROBE_INTERVAL, Floors, Probe, lsn, raised
+from wai.worker._floors import (
+    NO_FLOORS,
+    PROBE_AFTER_JOBS,
+    PROBE_INTERVAL,
+    Floors,
+    Probe,
+    lsn,
+    raised,
+)
 
 EMPTY = (None, None, None, None)
 
@@ -84,9 +92,17 @@ def test_another_server_starts_the_floors_again() -> None:
     assert floors.settled_top == -1
 
 
-def test_due_after_the_interval() -> None:
+def test_due_after_the_interval_and_enough_claimed_jobs() -> None:
     floors = Floors()
-    assert floors.due(0.0)
-    floors.probed_at = 10.0
+    assert floors.due(0.0)  # a new process probes first
+    floors.probing(10.0)
+    floors.claimed += PROBE_AFTER_JOBS
     assert not floors.due(10.0 + PROBE_INTERVAL / 2)
     assert floors.due(10.0 + 2 * PROBE_INTERVAL)
+    # A quiet queue: time has passed, but too few jobs were taken to leave entries worth
+    # a probe (three statements and a transaction id) behind.
+    floors.probing(20.0)
+    floors.claimed += PROBE_AFTER_JOBS - 1
+    assert not floors.due(30.0)
+    floors.claimed += 1
+    assert floors.due(30.0)

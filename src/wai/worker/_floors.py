@@ -39,6 +39,7 @@ from dataclasses import dataclass
 __all__ = [
     "LANES",
     "NO_FLOORS",
+    "PROBE_AFTER_JOBS",
     "PROBE_INTERVAL",
     "Floors",
     "Probe",
@@ -55,6 +56,10 @@ NO_FLOORS: tuple[int, ...] = (0,) * LANES
 #: Seconds between two probes of a queue while its claims run: the floors trail the
 #: queue's front by about two of these.
 PROBE_INTERVAL = 0.1
+
+#: Jobs a process claims from a queue before it probes again: behind fewer, the dead
+#: entries a claim walks cost less than a probe (three statements, a transaction id).
+PROBE_AFTER_JOBS = 100
 
 
 def lsn(text: str) -> int:
@@ -84,7 +89,7 @@ def raised(floors: Sequence[int], fronts: Sequence[int | None], bound: int) -> t
 class Floors:
     """One queue's floors in one process."""
 
-    __slots__ = ("pending", "probed_at", "server", "settled_top", "values")
+    __slots__ = ("claimed", "pending", "probed_at", "server", "settled_top", "values")
 
     def __init__(self) -> None:
         self.values = NO_FLOORS
@@ -93,10 +98,17 @@ class Floors:
         self.settled_top = -1
         self.server: str | None = None
         self.probed_at = -math.inf
+        # Jobs claimed since the latest probe (a new process probes first).
+        self.claimed = PROBE_AFTER_JOBS
 
     def due(self, now: float) -> bool:
-        """Whether a probe is due at monotonic time ``now``."""
-        return now - self.probed_at >= PROBE_INTERVAL
+        """Whether a probe is due at monotonic time ``now``: enough time and enough claimed
+        jobs since the latest."""
+        return now - self.probed_at >= PROBE_INTERVAL and self.claimed >= PROBE_AFTER_JOBS
+
+    def probing(self, now: float) -> None:
+        """A probe starts at monotonic time ``now``."""
+        self.probed_at, self.claimed = now, 0
 
     def settle(
         self,

@@ -150,13 +150,13 @@ class QueueProducer:
                 self.limited = await worker_db.queue_flow_settings(conn, self._schema, self.name)
                 self._flow_read_at = now
             if self.floors.due(now):
-                self.floors.probed_at = now
+                self.floors.probing(now)
                 await worker_db.job_ready_probe(
                     conn, self._schema, queue=self.name, floors=self.floors
                 )
             if not self.limited:
                 self.flow = None
-                return await worker_db.job_claim(
+                rows = await worker_db.job_claim(
                     conn,
                     self._schema,
                     queue=self.name,
@@ -165,6 +165,8 @@ class QueueProducer:
                     deadlines=self._deadlines,
                     default_deadline=self.config.deadline,
                 )
+                self.floors.claimed += len(rows)
+                return rows
             rows, self.flow = await worker_db.job_claim_limited(
                 conn,
                 self._schema,
@@ -174,6 +176,7 @@ class QueueProducer:
                 deadlines=self._deadlines,
                 default_deadline=self.config.deadline,
             )
+            self.floors.claimed += len(rows)
             if self.flow is None:  # its limits were lifted
                 self.limited = False
             return rows
