@@ -129,7 +129,7 @@ async def job_ready_probe(
     conn: AsyncConnection[Any], schema: str, *, queue: str, floors: Floors
 ) -> None:
     """Probe ``queue``'s lanes and move ``floors`` (:mod:`wai.worker._floors`): two
-    transactions in one round trip, whatever the session's isolation level, the first
+    transactions sent in one pipeline, whatever the session's isolation level, the first
     rolled back."""
     async with conn.pipeline():
         top_cur = await conn.execute(query("job_ready_seq_read", schema))
