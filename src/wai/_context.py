@@ -76,6 +76,9 @@ class AttemptState:
     #: the outcomes the attempt produces; None when it is not traced. A class default:
     #: untraced attempts never set it.
     trace: Mapping[str, str] | None = None
+    #: Whether the attempt is traced: a tracer provider was set when it was claimed
+    #: (:func:`wai._otel.active`, asked once per claim). A class default: off.
+    traced = False
 
     def __init__(self, row: JobRow, loop: asyncio.AbstractEventLoop) -> None:
         #: The row as claimed: what the outcome's write is expected to change.
@@ -90,8 +93,12 @@ class AttemptState:
         self.release: Callable[[], None] | None = None
         self.loop = loop
         self.cancelled = _Flag()
-        # A copy: self.row stays the row as claimed.
-        self.progress: dict[str, Any] | None = dict(row.progress) if row.progress else None
+        # A copy: self.row stays the row as claimed. Progress wai did not write (anything
+        # but an object, poked in by hand) counts as none: the next checkpoint replaces it.
+        progress = row.progress
+        self.progress: dict[str, Any] | None = (
+            dict(progress) if progress and isinstance(progress, dict) else None
+        )
         self.dirty = False
         # Progress is written from a def handler's thread and read by the loop's heartbeats.
         self.lock = threading.Lock()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 import math
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -268,20 +268,28 @@ class Histogram:
 
     def observe(self, labels: Labels, value: float) -> None:
         """Record ``value``; a NaN or negative value (clock skew) is recorded as 0."""
-        if not value > 0:  # also NaN
-            value = 0.0
-        index = bisect.bisect_left(self.bounds, value)
+        self.observe_many(labels, (value,))
+
+    def observe_many(self, labels: Labels, values: Sequence[float]) -> None:
+        """Record each of ``values`` as :meth:`observe` does, under one lock."""
+        if not values:
+            return
+        bounds = self.bounds
         with self._lock:
             slot = self.values.get(labels)
             if slot is None:
                 # len(bounds) + 1 bucket counts, then the sum and the count.
-                slot = self.values[labels] = [0.0] * (len(self.bounds) + 3)
-            slot[index] += 1
-            slot[-2] += value
-            slot[-1] += 1
+                slot = self.values[labels] = [0.0] * (len(bounds) + 3)
+            for value in values:
+                if not value > 0:  # also NaN
+                    value = 0.0
+                slot[bisect.bisect_left(bounds, value)] += 1
+                slot[-2] += value
+            slot[-1] += len(values)
         hook = self.on_observe
         if hook is not None:
-            hook(labels, value)
+            for value in values:
+                hook(labels, value if value > 0 else 0.0)
 
     def snapshot(self) -> dict[Labels, HistogramValue]:
         """Every label set's buckets, sum and count so far."""

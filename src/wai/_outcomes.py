@@ -14,6 +14,7 @@ from wai._job import JobRow, JobState
 from wai._json import loads
 from wai._results import CallbackToken, Cancel, RetryAfter, Snooze, WaitForCallback
 from wai._retry import backoff
+from wai._slots import positional_constructor
 from wai._text import storable
 from wai.errors import FollowUpError, TerminalError
 
@@ -71,6 +72,18 @@ class Outcome:
     unwritable: bool = False
     by_caller: bool = False
     trace: Mapping[str, str] | None = field(default=None, compare=False)
+
+
+_new_outcome = positional_constructor(Outcome)
+
+
+def _completed(job_id: int, run_lease: int) -> Outcome:
+    """``Outcome(job_id=..., run_lease=..., state=COMPLETED, event="completed")``, the
+    outcome of nearly every attempt, built at a third of the keyword constructor's cost."""
+    return _new_outcome(
+        job_id, run_lease, JobState.COMPLETED, "completed",
+        None, None, False, 0, None, None, False, None, None, None, False, False, None,
+    )  # fmt: skip
 
 
 def describe_exception(exc: BaseException, *, limit: int = 10) -> str:
@@ -155,9 +168,7 @@ def decide(
             job_id, run_lease, attempt, max_attempts, describe_exception(exc), None
         )
     if result is None:
-        return Outcome(
-            job_id=job_id, run_lease=run_lease, state=JobState.COMPLETED, event="completed"
-        )
+        return _completed(job_id, run_lease)
     if isinstance(result, RetryAfter):
         return _fail_or_retry(
             job_id,

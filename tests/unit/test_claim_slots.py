@@ -18,7 +18,7 @@ def producer(concurrency: int, writers: int) -> QueueProducer:
         poll_interval=1.0,
         burst=False,
         deadlines={},
-        launch=lambda row, p: None,
+        launch=lambda rows, p: None,
         writers=writers,
     )
 

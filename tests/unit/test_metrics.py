@@ -64,6 +64,21 @@ def test_counters_and_histograms_accumulate_by_labels() -> None:
     assert math.isclose(got.total, bounds[0] * 2.5 + bounds[-1] * 3)
 
 
+def test_observing_many_values_at_once_records_each_as_one_observation_would() -> None:
+    one, many = Metrics(), Metrics()
+    bounds = one.pickup_latency.bounds
+    values = [0.0, bounds[0], bounds[0] * 1.5, bounds[-1] * 2, -3.0, math.nan]
+    heard: list[tuple[tuple[str, ...], float]] = []
+    many.pickup_latency.on_observe = lambda labels, value: heard.append((labels, value))
+    for value in values:
+        one.pickup_latency.observe(("q", "a"), value)
+    many.pickup_latency.observe_many(("q", "a"), values)
+    many.pickup_latency.observe_many(("q", "b"), [])  # nothing observed: no label set
+    assert many.pickup_latency.snapshot() == one.pickup_latency.snapshot()
+    assert [v for _, v in heard] == [0.0, bounds[0], bounds[0] * 1.5, bounds[-1] * 2, 0.0, 0.0]
+    assert {labels for labels, _ in heard} == {("q", "a")}
+
+
 def test_gauge_sources_keep_to_the_declared_gauges_and_a_broken_one_costs_only_itself() -> None:
     m = Metrics()
 

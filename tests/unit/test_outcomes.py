@@ -38,6 +38,9 @@ def test_none_completes() -> None:
     assert out.delay is None
     assert out.attempt_delta == 0
     assert (out.job_id, out.run_lease) == (11, 3)
+    # built by the positional fast path: every other field at its declared default
+    assert out == Outcome(job_id=11, run_lease=3, state=JobState.COMPLETED, event="completed")
+    assert out.trace is None
 
 
 def test_retry_after_with_attempts_left_retries_after_that_delay() -> None:

@@ -96,7 +96,7 @@ async def execute(
     default_deadline: float | None,
 ) -> Outcome:
     """Run the attempt of ``row`` and return its outcome (never raises, except cancellation)."""
-    if otel is not None and otel.active():
+    if state.traced and otel is not None:
         # The context is carried only where a follow-up or an outbox row can store it.
         with otel.processing(row, carry=registry.has_specs(row.kind)) as traced:
             state.trace = traced.trace

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from wai._context import AttemptState
 from wai._followups import Applied
 from wai._job import JobState
-from wai._metrics import METRICS, GaugeSample
+from wai._metrics import METRICS, GaugeSample, Labels
 from wai._outcomes import Outcome
 from wai._tally import OUTCOME_EVENTS
 
@@ -24,22 +24,29 @@ def record_committed(batch: Sequence[tuple[Outcome, AttemptState]], applied: App
         return
     now = time.monotonic()
     outcomes = METRICS.outcomes
-    duration = METRICS.duration.observe
+    # Counted per label set, each metric's lock taken once per batch.
+    counts: dict[tuple[str, Labels], int] = {}
+    durations: dict[Labels, list[float]] = {}
     oldest = now
     for outcome, state in batch:
         if outcome.job_id not in written:
             continue  # a stale attempt's outcome matched nothing
         if outcome.event == "snoozed" and outcome.state is JobState.AVAILABLE:
             continue  # a worker's stop put the job back, attempt refunded: not its outcome
-        row = state.row
-        counter = outcomes.get(outcome.event)
-        if counter is None:
+        if outcome.event not in outcomes:
             continue
-        labels = (row.queue, state.kind)
-        counter.add(labels)
+        labels = (state.row.queue, state.kind)
+        key = (outcome.event, labels)
+        counts[key] = counts.get(key, 0) + 1
         finished = state.finished if state.finished is not None else now
-        duration((*labels, OUTCOME_EVENTS[outcome.event]), finished - state.started)
+        durations.setdefault((*labels, OUTCOME_EVENTS[outcome.event]), []).append(
+            finished - state.started
+        )
         oldest = min(oldest, finished)
+    for (event, labels), n in counts.items():
+        outcomes[event].add(labels, n)
+    for labels, seconds in durations.items():
+        METRICS.duration.observe_many(labels, seconds)
     METRICS.finalizer_wait.observe((), now - oldest)  # once a batch: its longest wait
     if applied.dead_lettered:
         states = {outcome.job_id: state for outcome, state in batch}

@@ -7,7 +7,7 @@ import concurrent.futures
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
@@ -46,7 +46,7 @@ class QueueProducer:
         poll_interval: float,
         burst: bool,
         deadlines: dict[str, float],
-        launch: Callable[[JobRow, QueueProducer], None],
+        launch: Callable[[Sequence[JobRow], QueueProducer], None],
         writers: int = 1,
         idle_cap: float | None = None,
         listening: Callable[[], bool] = lambda: False,
@@ -258,9 +258,8 @@ class QueueProducer:
             self.last_claim_at = time.monotonic()
             self.claim_failing = False
             self._idle = 0 if rows else self._idle + 1
-            for row in rows:
-                self.running += 1
-                self._launch(row, self)
+            self.running += len(rows)
+            self._launch(rows, self)
             # A full batch may have left more behind: claim again without waiting.
             more = len(rows) == limit
             wait = claim_wait(self.flow, wanted=limit, claimed=len(rows))
@@ -280,5 +279,5 @@ class QueueProducer:
                 if not rows:
                     break
                 self.running += 1
-                self._launch(rows[0], self)
+                self._launch(rows, self)
                 more = True

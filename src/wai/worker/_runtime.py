@@ -21,6 +21,7 @@ from wai._metrics import METRICS
 from wai._outcomes import Outcome, decide, describe_exception
 from wai._pace import IdlePace, Wakeups
 from wai._queues import QueueConfig, QueueSettings
+from wai._tracing import otel
 from wai.callbacks import _queries_async as callback_db
 from wai.maintenance import (
     Aging,
@@ -515,19 +516,49 @@ class Runtime:
 
     # -- attempts ---------------------------------------------------------------------
 
-    def _launch(self, row: JobRow, producer: QueueProducer) -> None:
-        state = AttemptState(row, asyncio.get_running_loop())
-        state.flush = self._flush_progress
-        state.callbacks = self.callbacks
-        state.schema = self.client.schema
-        self.attempts[(row.id, row.run_lease)] = state
-        labels = (row.queue, row.kind)
-        METRICS.claimed.add(labels)
-        if row.attempted_at is not None:
-            METRICS.pickup_latency.observe(labels, (row.attempted_at - row.run_at).total_seconds())
-        self.hooks.started(row)
-        task = asyncio.create_task(self._run_attempt(row, state, producer))
-        self._handlers[task] = (row, state)
+    def _launch(self, rows: Sequence[JobRow], producer: QueueProducer) -> None:
+        """Start an attempt on each row of one claim.
+
+        What a claim shares is done once per claim: the loop, whether tracing is on, the
+        metrics' locks (one count and one set of latencies per queue and kind).
+        """
+        loop = asyncio.get_running_loop()
+        traced = otel is not None and otel.active()
+        callbacks, schema, flush = self.callbacks, self.client.schema, self._flush_progress
+        claimed: dict[tuple[str, str], int] = {}
+        latencies: dict[tuple[str, str], list[float]] = {}
+        for row in rows:
+            try:
+                state = AttemptState(row, loop)
+            except Exception:  # a bug guard: a row that cannot start costs only itself
+                emit(
+                    logger,
+                    logging.ERROR,
+                    "wai: job %s could not be started; it stays running until rescued",
+                    row.id,
+                    exc_info=True,
+                    extra=job_extra(row),
+                )
+                producer.release()  # its slot, with nothing to write
+                producer.finalized()
+                continue
+            state.flush = flush
+            state.callbacks = callbacks
+            state.schema = schema
+            state.traced = traced
+            self.attempts[(row.id, row.run_lease)] = state
+            labels = (row.queue, row.kind)
+            claimed[labels] = claimed.get(labels, 0) + 1
+            if row.attempted_at is not None:
+                waited = (row.attempted_at - row.run_at).total_seconds()
+                latencies.setdefault(labels, []).append(waited)
+            self.hooks.started(row)
+            task = loop.create_task(self._run_attempt(row, state, producer))
+            self._handlers[task] = (row, state)
+        for labels, n in claimed.items():
+            METRICS.claimed.add(labels, n)
+        for labels, waits in latencies.items():
+            METRICS.pickup_latency.observe_many(labels, waits)
 
     async def _run_attempt(self, row: JobRow, state: AttemptState, producer: QueueProducer) -> None:
         assert self._threads is not None
@@ -627,9 +658,9 @@ class Runtime:
                 release()
         self.hooks.committed(batch, applied.rows)
         capped = {
-            state.row.queue
-            for _, state in batch
-            if (p := self.producers.get(state.row.queue)) is not None and p.capped_globally
+            queue
+            for queue in {state.row.queue for _, state in batch}
+            if (p := self.producers.get(queue)) is not None and p.capped_globally
         }
         if capped and self.announcer is not None:
             self.announcer.announce(capped)

@@ -48,12 +48,15 @@ class ThroughputRecorder:
         finalize batch wrote; a stale attempt's outcome matched nothing)."""
         if not written:
             return
-        minute = minute_of(datetime.now(UTC))
-        add = self.tally.add
+        counts: dict[tuple[str, str, str], int] = {}
         for outcome, state in items:
             event = OUTCOME_EVENTS.get(outcome.event)
             if event is not None and outcome.job_id in written:
-                add(state.row.queue, state.kind, event, minute=minute)
+                key = (state.row.queue, state.kind, event)
+                counts[key] = counts.get(key, 0) + 1
+        minute = minute_of(datetime.now(UTC))
+        for (queue, kind, event), n in counts.items():
+            self.tally.add(queue, kind, event, n, minute=minute)
 
     def resolved(self, outcome: Outcome, row: JobRow) -> None:
         """Count a callback resolution this process committed."""
