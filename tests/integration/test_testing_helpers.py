@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg import sql
 
 import wai
 from tests.integration._helpers import fetch
@@ -27,6 +28,7 @@ from wai.testing import (
     run_existing,
     run_job,
 )
+from wai.testing import _queries as testing_db
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -229,6 +231,28 @@ async def test_drain_runs_a_chain_of_followups_and_reports_each_job(
     # the runtime is gone: nothing claims a job inserted now
     late = await aclient.insert(Step(n=9))
     assert (await aclient.get_job(late.id)).state == "available"
+
+
+async def test_drain_counts_a_retry_due_at_once_committed_after_its_check_began(
+    aclient: wai.AsyncClient,
+) -> None:
+    """The check's transaction starts (fixing now()) before its snapshot is taken: a retry
+    due at once committed in between has a run_at after that now(), and is still left."""
+    row = await aclient.insert(Step(n=1))
+    async with await psycopg.AsyncConnection.connect(aclient.database_url) as check:
+        await check.execute("SELECT 1")  # the transaction and its now() begin here
+        async with await psycopg.AsyncConnection.connect(
+            aclient.database_url, autocommit=True
+        ) as other:
+            await other.execute(
+                sql.SQL(
+                    "UPDATE {}.jobs SET state = 'retryable', run_at = clock_timestamp()"
+                    " WHERE id = %s"
+                ).format(sql.Identifier(aclient.schema)),
+                (row.id,),
+            )
+        left = await testing_db.job_left_in_queues(check, aclient.schema, [row.queue], limit=5)
+    assert [(j.id, j.state) for j in left] == [(row.id, "retryable")]
 
 
 async def test_drain_leaves_jobs_for_later_and_other_queues(aclient: wai.AsyncClient) -> None:

@@ -26,11 +26,14 @@ RETURNING
 -- The jobs of the given queues a worker would still run: available or running, or
 -- scheduled or retryable and due (the promoter's next pass makes them available).
 -- wai.testing.drain runs until this is empty, and lists it when it times out.
+-- Due against clock_timestamp(), not now(): the transaction's start can precede the
+-- snapshot by the statement's planning, and a retry due at once (RetryAfter(0)) committed
+-- in between has a run_at after now() yet is visible, due, and must keep the drain going.
 SELECT id, kind, queue, state::text, run_at
 FROM {schema}.jobs
 WHERE queue = ANY (%(queues)s::text[])
   AND (state IN ('available', 'running')
-       OR (state IN ('scheduled', 'retryable') AND run_at <= now()))
+       OR (state IN ('scheduled', 'retryable') AND run_at <= clock_timestamp()))
 ORDER BY id
 LIMIT %(limit)s;
 
