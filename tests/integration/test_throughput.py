@@ -14,6 +14,7 @@ from tests.integration._helpers import Work, fetch, serving, wait_for
 from tests.integration.test_admin import make
 from wai._tally import EVENTS
 from wai.maintenance import DepthSampler
+from wai.maintenance import _queries as maintenance_db
 from wai.worker._throughput import ThroughputRecorder
 
 pytestmark = pytest.mark.timeout(60)
@@ -68,6 +69,34 @@ async def test_a_known_workload_is_counted_exactly(aclient: wai.AsyncClient) -> 
     assert totals(await aclient.throughput(minutes=5, queue="elsewhere"))["completed"] == 0
     assert totals(await aclient.throughput(minutes=5, kind="work"))["failed"] == 1
     assert totals(await aclient.throughput(minutes=5, kind="other"))["failed"] == 0
+
+
+async def test_a_flush_cancelled_while_its_counts_commit_writes_them_once(
+    aclient: wai.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shutdown cancels the periodic flush; if the server had committed the counts by
+    then, the last flush must not write them again."""
+    real = maintenance_db.throughput_add
+    committed = asyncio.Event()
+
+    async def late_acknowledgement(conn: Any, schema: str, counts: Any) -> None:
+        await real(conn, schema, counts)
+        await conn.commit()
+        committed.set()
+        await asyncio.sleep(0.5)
+
+    monkeypatch.setattr(maintenance_db, "throughput_add", late_acknowledgement)
+    recorder = ThroughputRecorder(aclient.pool, aclient.schema, interval=5)
+    recorder.tally.add("q", "work", "completed", 3)
+    flush = asyncio.create_task(recorder.flush())
+    await committed.wait()
+    flush.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await flush
+    monkeypatch.setattr(maintenance_db, "throughput_add", real)
+    await recorder.close()
+    assert totals(await aclient.throughput(minutes=2))["completed"] == 3
+    assert len(recorder.tally) == 0
 
 
 async def test_the_window_has_every_minute(aclient: wai.AsyncClient) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
@@ -14,7 +15,7 @@ from wai._context import AttemptState
 from wai._job import JobRow
 from wai._outcomes import Outcome
 from wai._supervise import repeat
-from wai._tally import OUTCOME_EVENTS, Tally, minute_of
+from wai._tally import OUTCOME_EVENTS, Key, Tally, minute_of
 from wai.maintenance import _queries as maintenance_db
 
 __all__ = ["ThroughputRecorder"]
@@ -40,6 +41,7 @@ class ThroughputRecorder:
         self._schema = schema
         self.interval = interval
         self.tally = Tally()
+        self._write_task: asyncio.Task[int] | None = None
 
     def committed(
         self, items: Sequence[tuple[Outcome, AttemptState]], written: Collection[int]
@@ -71,10 +73,29 @@ class ThroughputRecorder:
             self.tally.add(row.queue, row.kind, "rescued", minute=minute)
 
     async def flush(self) -> int:
-        """Write the counts so far; returns how many (minute, queue, kind, event) rows."""
+        """Write the counts so far; returns how many (minute, queue, kind, event) rows.
+
+        The write runs on in its own task when the caller is cancelled (the worker's
+        shutdown cancels the periodic flush): a cancel that arrived while the server was
+        committing the counts must not put them back to be written a second time. A write
+        that fails puts them back for the next flush.
+        """
+        await self.settled()
         counts = self.tally.take()
         if not counts:
             return 0
+        write = asyncio.create_task(self._write(counts))
+        write.add_done_callback(_retrieved)
+        self._write_task = write
+        return await asyncio.shield(write)
+
+    async def settled(self) -> None:
+        """Return once no write is under way (one a cancelled flush left running)."""
+        write = self._write_task
+        if write is not None and not write.done():
+            await asyncio.wait([write])
+
+    async def _write(self, counts: dict[Key, int]) -> int:
         try:
             async with self._pool.connection() as conn:
                 await maintenance_db.throughput_add(conn, self._schema, counts)
@@ -93,3 +114,10 @@ class ThroughputRecorder:
             await self.flush()
         except Exception as exc:
             logger.warning("wai: throughput counts of this process not written: %r", exc)
+
+
+def _retrieved(task: asyncio.Task[int]) -> None:
+    """A write whose flush was cancelled has no caller to raise to: its failure (counts
+    put back, written by the next flush) is consumed here, not reported by asyncio."""
+    if not task.cancelled():
+        task.exception()
