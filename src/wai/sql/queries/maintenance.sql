@@ -150,6 +150,10 @@ doomed AS (
                                       make_interval(secs => %(failed)s::float8))
           ELSE coalesce(q.cancelled_retention, make_interval(secs => %(cancelled)s::float8))
       END
+    -- The oldest first, always: the next batch starts at this one's latest finalized_at,
+    -- so a batch of rows in any other order (a bitmap or sequential scan's, by page) would
+    -- make it skip the older rows this one left.
+    ORDER BY j.finalized_at
     LIMIT %(limit)s
     FOR UPDATE OF j SKIP LOCKED
 ),
