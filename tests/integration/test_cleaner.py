@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 import wai
@@ -176,7 +177,7 @@ async def test_batches_take_the_oldest_rows_whatever_the_plan(aclient: wai.Async
     # there, would leave those older ones for the next pass.
     for minutes in (7, 19, 2, 14, 11, 5, 17, 1, 9, 20, 4, 13, 8, 16, 3, 12, 18, 6, 10, 15):
         await _job(aclient, "completed", age=HOUR + 60 * minutes)
-    async with AsyncConnectionPool(
+    async with AsyncConnectionPool[AsyncConnection[Any]](
         aclient.database_url,
         kwargs={"options": "-c enable_indexscan=off -c enable_bitmapscan=off"},
         min_size=1,
