@@ -35,6 +35,7 @@ def test_idle_bench_smoke(database_url: str) -> None:
         "| transactions/s | connections | first pickups after idling (ms): p50, p99, max |"
     )
     rate, connections, pickups = (cell.strip() for cell in rows[1].strip("| ").split(" | "))
-    assert 0 < float(rate) <= 2.0
+    # the worker's own log (a lost LISTEN connection, say) comes with a failure
+    assert 0 < float(rate) <= 2.0, done.stdout + done.stderr
     assert int(connections) >= 1
     assert pickups.endswith("(n=3)")
