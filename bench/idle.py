@@ -1,11 +1,12 @@
 """What one idle worker process costs the database, and how fast it picks up after idling.
 
 ``.venv/bin/python bench/idle.py [--database-url URL] [--seconds 60] [--warmup 10]
-[--pickups 10] [--pickup-idle 60]``
+[--pickups 10] [--pickup-idle 60] [--followups]``
 
 On a scratch database created and dropped around the run, one worker process (the
 ``wai worker`` defaults: maintenance on, so it is also the leader; one queue of 10 slots,
-no job) starts, is left ``--warmup`` seconds, then idles for ``--seconds`` while
+no job; with ``--followups`` its task also has a follow-up spec, so the process runs an
+outbox sweeper) starts, is left ``--warmup`` seconds, then idles for ``--seconds`` while
 this process reads the database's counters. Reports:
 
 - transactions per second of that database (``xact_commit + xact_rollback`` of
@@ -52,7 +53,7 @@ class Ping:
     n: int = 0
 
 
-async def _child(url: str) -> None:
+async def _child(url: str, followups: bool) -> None:
     import wai
 
     client = wai.AsyncClient(url)
@@ -60,6 +61,9 @@ async def _child(url: str) -> None:
     @client.task(Ping, queue=QUEUE)
     async def ping(job: wai.Job[Ping]) -> None:
         return None
+
+    if followups:
+        client.on_rescued_enqueue(Ping, lambda args, job, reason: Ping(args.n + 1), name="again")
 
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
@@ -93,9 +97,14 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=10.0)
     parser.add_argument("--pickups", type=int, default=10)
     parser.add_argument("--pickup-idle", type=float, default=60.0)
+    parser.add_argument(
+        "--followups",
+        action="store_true",
+        help="give the task a follow-up spec (an outbox sweeper)",
+    )
     args = parser.parse_args()
     if args.child:
-        asyncio.run(_child(args.url))
+        asyncio.run(_child(args.url, args.followups))
         return
     import wai
 
@@ -103,7 +112,8 @@ def main() -> None:
         with wai.Client(url) as client:
             client.migrate()
         child = subprocess.Popen(
-            [sys.executable, __file__, "--child", "--url", url],
+            [sys.executable, __file__, "--child", "--url", url]
+            + (["--followups"] if args.followups else []),
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -136,7 +146,8 @@ def main() -> None:
             child.send_signal(signal.SIGTERM)
             child.wait(timeout=60)
     rate = (last - first) / elapsed
-    print(f"one idle worker, one queue, {elapsed:.0f} s after {args.warmup:g} s of warm-up\n")
+    spec = ", a follow-up spec" if args.followups else ""
+    print(f"one idle worker, one queue{spec}, {elapsed:.0f} s after {args.warmup:g} s of warm-up\n")
     print("| transactions/s | connections | first pickups after idling (ms): p50, p99, max |")
     print("|---|---|---|")
     if len(pickups) < args.pickups:

@@ -62,6 +62,7 @@ __all__ = [
     "kind_limit_set",
     "migrate_applied",
     "migrate_apply",
+    "outbox_channel",
     "probe_channel",
     "queue_depth_history",
     "queue_drain",
@@ -91,6 +92,12 @@ def due_channel(schema: str) -> str:
     """The NOTIFY channel that wakes promotion and cron in ``schema``: a job became
     scheduled or retryable, or a periodic schedule changed (triggers; empty payload)."""
     return f"{validate_schema(schema)}.due"
+
+
+def outbox_channel(schema: str) -> str:
+    """The NOTIFY channel that wakes the outbox sweepers of ``schema``: an outbox row was
+    written, or made due sooner (triggers, migration 0015; empty payload)."""
+    return f"{validate_schema(schema)}.outbox"
 
 
 def probe_channel(schema: str) -> str:

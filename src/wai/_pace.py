@@ -6,10 +6,11 @@ happened, so a fleet of idle workers kept the database busy. While the process's
 connection delivers notifications (a probe proved it), whatever makes such a loop's work
 due sooner also sends a note that wakes it: an available job wakes its queue, a job that
 becomes scheduled or retryable and a changed cron schedule send a note on the
-``<schema>.due`` channel (a trigger, migration 0013). Such a loop may then wait longer
-after each pass that found nothing: its interval, doubling, at most the idle cap, and
-never past the moment it knows it is next due. Without LISTEN every loop keeps its
-interval, as before.
+``<schema>.due`` channel (a trigger, migration 0013), an outbox row written or made due
+sooner one on ``<schema>.outbox`` (migration 0015) for the follow-up sweeper. Such a
+loop may then wait longer after each pass that found nothing: its interval, doubling, at
+most the idle cap, and never past the moment it knows it is next due. Without LISTEN
+every loop keeps its interval, as before.
 """
 
 from __future__ import annotations

@@ -33,8 +33,17 @@ class Blocked:
     order_id: int
 
 
-def make_sweeper(client: wai.AsyncClient, **options: int) -> OutboxSweeper:
-    return OutboxSweeper(client.pool, client.schema, client.registry, interval=60, **options)
+def make_sweeper(
+    client: wai.AsyncClient, *, batch_size: int = 100, max_attempts: int = 10
+) -> OutboxSweeper:
+    return OutboxSweeper(
+        client.pool,
+        client.schema,
+        client.registry,
+        interval=60,
+        batch_size=batch_size,
+        max_attempts=max_attempts,
+    )
 
 
 async def rescue(client: wai.AsyncClient) -> dict[str, int]:

@@ -14,6 +14,7 @@ from wai import _inserts_db_async as inserts_db
 from wai._followups import decode_for, evaluate
 from wai._job import JobRow
 from wai._logging import emit, job_extra
+from wai._pace import IdlePace
 from wai._registry import Registry
 from wai._retry import outbox_backoff
 from wai._text import storable
@@ -29,10 +30,14 @@ logger = logging.getLogger("wai.maintenance")
 
 @dataclass(frozen=True, slots=True)
 class SweepResult:
-    """Outbox rows dispatched and rows whose dispatch failed (and will be retried)."""
+    """Outbox rows dispatched and rows whose dispatch failed (and will be retried) in one
+    pass, and the seconds until the next pending row of the sweeper's (kind, outcome)
+    pairs is due by the database clock (None: no row is pending, or the pass did not
+    look because it stopped with rows left)."""
 
     dispatched: int
     failed: int
+    due_in: float | None = None
 
 
 def describe(exc: BaseException) -> str:
@@ -60,6 +65,10 @@ class OutboxSweeper(PeriodicService):
     *max_attempts* marks the row failed (``failed_at``): sweepers leave it until
     an operator retries or discards it. A lost connection ends the pass (logged);
     the next pass retries everything it had not committed.
+
+    With a ``pace`` it sleeps, while idle, until the next row is due (or the idle
+    cap); a row written or made due sooner meanwhile wakes it (``<schema>.outbox``,
+    migration 0015).
     """
 
     def __init__(
@@ -71,8 +80,9 @@ class OutboxSweeper(PeriodicService):
         interval: float,
         batch_size: int = 100,
         max_attempts: int = 10,
+        pace: IdlePace | None = None,
     ) -> None:
-        super().__init__(pool, schema, interval=interval)
+        super().__init__(pool, schema, interval=interval, pace=pace)
         self._registry = registry
         self._batch_size = batch_size
         self._max_attempts = max_attempts
@@ -83,29 +93,39 @@ class OutboxSweeper(PeriodicService):
         dispatched = failed = 0
         if not pairs:
             return SweepResult(0, 0)
+        due_in: float | None = None
         # Bounded: a large backlog is worked off over several passes.
         for _ in range(10):
-            done, bad, seen = await self._sweep(pairs)
+            done, bad, seen, due_in = await self._sweep(pairs)
             dispatched += done
             failed += bad
             if seen < self._batch_size:
                 break
-        return SweepResult(dispatched, failed)
+        return SweepResult(dispatched, failed, due_in)
 
-    async def _sweep(self, pairs: list[tuple[str, str]]) -> tuple[int, int, int]:
-        done = bad = seen = 0
+    def idle_state(self, result: object) -> tuple[bool, float | None]:
+        """Busy when it dispatched or failed a row; next due when the next row's time comes."""
+        assert isinstance(result, SweepResult)
+        return bool(result.dispatched or result.failed), result.due_in
+
+    async def _sweep(self, pairs: list[tuple[str, str]]) -> tuple[int, int, int, float | None]:
+        done = bad = 0
+        due_in: float | None = None
         async with self._pool.connection() as conn:
             try:
                 async with conn.transaction():
                     rows = await outbox_db.outbox_lock_due(
                         conn, self._schema, pairs=pairs, limit=self._batch_size
                     )
-                    seen = len(rows)
                     for row in rows:
                         if await self._one(conn, row):
                             done += 1
                         else:
                             bad += 1
+                    if not rows:
+                        # An idle pass: when is the next row due? Asked in the same
+                        # transaction, which has nothing to lose if it fails.
+                        due_in = await outbox_db.outbox_next_due(conn, self._schema, pairs=pairs)
             except psycopg.Error as exc:
                 # Unexpected on a live connection: raised, for repeat() to log (with its
                 # traceback, unless the server is the cause: a statement timeout, say).
@@ -113,8 +133,17 @@ class OutboxSweeper(PeriodicService):
                     raise
                 # Nothing of this batch committed: the next pass takes the rows again.
                 logger.warning("wai: outbox sweep lost its connection (%s); retrying later", exc)
-                return 0, 0, 0
-        return done, bad, seen
+                return 0, 0, 0, None
+            if rows and len(rows) < self._batch_size:
+                # The last batch of a busy pass, asked once its work has committed: the
+                # rows it dispatched are gone, those it failed carry their backoff, a row
+                # another sweeper holds counts as due now. Not knowing is being due now.
+                try:
+                    due_in = await outbox_db.outbox_next_due(conn, self._schema, pairs=pairs)
+                except psycopg.Error as exc:
+                    logger.warning("wai: outbox sweep could not read the next due row (%s)", exc)
+                    due_in = 0.0
+        return done, bad, len(rows), due_in
 
     async def _one(self, conn: AsyncConnection[Any], row: dict[str, Any]) -> bool:
         """Dispatch one locked row in a savepoint; on failure, record it. Whether it went."""

@@ -20,6 +20,7 @@ __all__ = [
     "outbox_insert_many",
     "outbox_list",
     "outbox_lock_due",
+    "outbox_next_due",
     "outbox_retry",
     "outbox_stats",
 ]
@@ -35,6 +36,19 @@ async def outbox_lock_due(
             {"kinds": [p[0] for p in pairs], "outcomes": [p[1] for p in pairs], "limit": limit},
         )
         return await cur.fetchall()
+
+
+async def outbox_next_due(
+    conn: AsyncConnection[Any], schema: str, *, pairs: Sequence[tuple[str, str]]
+) -> float | None:
+    """Seconds until the next pending row of the given (kind, outcome) pairs is due
+    (at most 0: due now; None: no row is pending)."""
+    cur = await conn.execute(
+        query("outbox_next_due", schema),
+        {"kinds": [p[0] for p in pairs], "outcomes": [p[1] for p in pairs]},
+    )
+    row = await cur.fetchone()
+    return None if row is None or row[0] is None else float(row[0])
 
 
 async def outbox_dispatched_specs(

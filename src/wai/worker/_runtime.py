@@ -98,6 +98,8 @@ class Runtime:
         self.hooks = HookDispatcher(client.registry)
         #: Set by notes on ``<schema>.due``: wakes promotion and cron (wai._pace).
         self.due = Wakeups()
+        #: Set by notes on ``<schema>.outbox``: wakes the outbox sweeper.
+        self.outbox_due = Wakeups()
         self.sweeper: OutboxSweeper | None = None
         self.gauges: DatabaseGauges | None = None
         self._unregister: list[Callable[[], None]] = []
@@ -168,6 +170,7 @@ class Runtime:
                 db.cancel_channel(schema): self._on_cancel,
                 db.flow_channel(schema): self._on_flow,
                 db.due_channel(schema): self._on_due,
+                db.outbox_channel(schema): self._on_outbox,
                 callback_db.callback_channel(schema): self.callbacks.notify,
             },
             on_lost=self._listen_lost,
@@ -223,6 +226,7 @@ class Runtime:
                 client.registry,
                 interval=self.settings.outbox_interval,
                 max_attempts=self.settings.outbox_max_attempts,
+                pace=IdlePace(self.settings.idle_poll_interval, self._delivering, self.outbox_due),
             )
             loops.append(("outbox", self.sweeper.run_forever()))
         if self.settings.maintenance:
@@ -709,12 +713,17 @@ class Runtime:
         # cron compute when they are next due again.
         self.due.set()
 
+    def _on_outbox(self, _payload: str) -> None:
+        # An outbox row was written or made due sooner: the sweeper looks again.
+        self.outbox_due.set()
+
     def _listen_lost(self) -> None:
         # Loops backed off while idle must poll at their own interval again: wake them now,
         # they see LISTEN down when they compute their next wait.
         for p in self.producers.values():
             p.wake()
         self.due.set()
+        self.outbox_due.set()
 
     async def _send_probe(self, channel: str, payload: str) -> None:
         async with self.client.pool.connection() as conn:

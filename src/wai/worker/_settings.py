@@ -17,9 +17,9 @@ class RuntimeSettings:
 
     *poll_interval*: how often an idle queue is polled when no NOTIFY arrives.
     *idle_poll_interval*: while the LISTEN connection delivers notifications, how
-    far an idle queue's poll, promotion and the cron pass back off (each doubles
-    its interval after every pass that found nothing, up to this; a notification
-    wakes it at once, see :mod:`wai._pace`).
+    far an idle queue's poll, promotion, the cron pass and the outbox sweeper back
+    off (each doubles its interval after every pass that found nothing, up to this;
+    a notification wakes it at once, see :mod:`wai._pace`).
     *heartbeat_interval*: how often running attempts refresh their heartbeat.
     *heartbeat_staleness*: how old a heartbeat must be before rescue (>= 3 x
     heartbeat_interval). *rescue_interval*, *promote_interval*,
@@ -34,7 +34,8 @@ class RuntimeSettings:
     ``finalized_at``; per-queue overrides live in the ``queues`` table).
     *aging_interval*: how often the leader applies priority aging to the queues
     that have it configured. *outbox_interval*: how often a process holding
-    follow-up specs dispatches outbox rows (rescue follow-ups).
+    follow-up specs dispatches outbox rows (rescue follow-ups) while it has some;
+    idle, it backs off like promotion (see *idle_poll_interval*).
     *outbox_max_attempts*: how many failed dispatches an outbox row gets before
     it is marked failed and left for an operator (``wai outbox retry|discard``).
     *outbox_retention*: how old an orphaned outbox row (no process ever registered

@@ -10,6 +10,15 @@ ORDER BY o.id
 LIMIT %(limit)s
 FOR UPDATE OF o SKIP LOCKED;
 
+-- name: outbox_next_due :one
+-- Seconds until the next pending outbox row of the given (kind, outcome) pairs is due by
+-- the database clock (negative: due now; NULL: none is pending).
+SELECT extract(epoch FROM min(o.next_attempt_at) - now())::float8
+FROM {schema}.outbox AS o
+JOIN unnest(%(kinds)s::text[], %(outcomes)s::text[]) AS s(kind, outcome)
+    ON o.kind = s.kind AND o.outcome = s.outcome
+WHERE o.failed_at IS NULL;
+
 -- name: outbox_dispatched_specs :many
 -- Specs already dispatched for one trigger attempt (lineage), so a retry skips them.
 SELECT trigger_spec FROM {schema}.jobs
