@@ -78,6 +78,31 @@ async def _settle(client: wai.AsyncClient, floors: Floors) -> None:
             await _probe(client, floors)
 
 
+async def test_a_probe_draws_no_warning_and_keeps_the_prepared_statements(
+    aclient: wai.AsyncClient, database_url: str
+) -> None:
+    await aclient.insert_many(_jobs(range(3)))
+    notices: list[tuple[str | None, str | None]] = []
+    floors = Floors()
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        conn.add_notice_handler(lambda d: notices.append((d.severity, d.message_primary)))
+        await conn.execute("SELECT %s::int", (1,), prepare=True)
+        for _ in range(3):
+            await worker_db.job_ready_probe(conn, aclient.schema, queue="q", floors=floors)
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        # the statements the connection prepared (a claim's) stay prepared
+        prepared = await conn.execute("SELECT count(*) FROM pg_prepared_statements")
+        assert await prepared.fetchone() == (1,)
+        # a probe that fails inside its block leaves the connection out of it, usable
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            await worker_db.job_ready_probe(conn, "nowhere", queue="q", floors=Floors())
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        assert await (await conn.execute("SELECT 1")).fetchone() == (1,)
+    # a ROLLBACK or COMMIT ending a pipeline's implicit transaction draws a WARNING in the
+    # server's log at every probe (ten a second per busy queue)
+    assert notices == []
+
+
 @pytest.mark.parametrize("others", [5, 0])
 async def test_a_job_committed_late_by_a_long_transaction_is_claimed(
     aclient: wai.AsyncClient, database_url: str, others: int

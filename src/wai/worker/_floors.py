@@ -10,7 +10,7 @@ while any transaction holds an old snapshot, which made each claim slower than t
 Floors move in probes (``job_ready_probe``), three statements:
 
 1. ``top``: the highest number handed out;
-2. in the same transaction, then rolled back: a transaction id ``xid`` of its own, and the
+2. in the same transaction, which then ends: a transaction id ``xid`` of its own, and the
    end of the WAL ``lsn``. Ids are handed out in order, so every transaction that took a
    number up to ``top`` has an id below ``xid``;
 3. in a new snapshot: each lane's first available job at or above its floor (``fronts``),

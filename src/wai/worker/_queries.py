@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, LiteralString
 
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, pq
 
 from wai._db import flow_channel
 from wai._flow import FlowState, RateLimit, stored_rate_limit
@@ -129,19 +129,35 @@ async def job_ready_probe(
     conn: AsyncConnection[Any], schema: str, *, queue: str, floors: Floors
 ) -> None:
     """Probe ``queue``'s lanes and move ``floors`` (:mod:`wai.worker._floors`): two
-    transactions sent in one pipeline, whatever the session's isolation level, the first
-    rolled back."""
-    async with conn.pipeline():
-        top_cur = await conn.execute(query("job_ready_seq_read", schema))
-        xid_cur = await conn.execute(query("job_ready_xid", schema))
-        await conn.rollback()
-        fronts_cur = await conn.execute(
-            query("job_ready_fronts", schema), {"queue": queue, "floors": list(floors.values)}
-        )
-        await conn.commit()
-        top = await top_cur.fetchone()
-        xid = await xid_cur.fetchone()
-        seen = await fronts_cur.fetchone()
+    transactions sent in one pipeline on an autocommit connection, whatever the session's
+    isolation level. The first, which takes a transaction id, is an explicit block; the
+    second reads in a snapshot taken after the first has ended.
+
+    ``BEGIN`` and ``COMMIT`` go as plain statements. Ending a pipeline's implicit
+    transaction with ``COMMIT``/``ROLLBACK`` instead draws a "there is no transaction in
+    progress" warning in the server's log at every probe, and psycopg drops every
+    statement the connection has prepared when it sees a rollback (its ``rollback()``, a
+    ``transaction()`` block rolled back, a ``ROLLBACK`` status), so the claims after each
+    probe would be prepared again. The commit writes no data: PostgreSQL does not wait
+    for its record to reach the disk."""
+    try:
+        async with conn.pipeline():
+            await conn.execute(b"BEGIN")
+            top_cur = await conn.execute(query("job_ready_seq_read", schema))
+            xid_cur = await conn.execute(query("job_ready_xid", schema))
+            await conn.execute(b"COMMIT")
+            fronts_cur = await conn.execute(
+                query("job_ready_fronts", schema), {"queue": queue, "floors": list(floors.values)}
+            )
+            top = await top_cur.fetchone()
+            xid = await xid_cur.fetchone()
+            seen = await fronts_cur.fetchone()
+    except BaseException:
+        # A statement of the block failed: the server skipped the rest, and the block is
+        # left aborted. End it here rather than hand an aborted connection back.
+        if not conn.closed and conn.info.transaction_status != pq.TransactionStatus.IDLE:
+            await conn.rollback()
+        raise
     if top is None or xid is None or seen is None:  # pragma: no cover - one row each
         raise RuntimeError("a floor probe returned no row")
     floors.settle(

@@ -348,8 +348,8 @@ SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END
 FROM {schema}.jobs_ready_seq;
 
 -- name: job_ready_xid :one
--- The second statement of a floor probe, in the same transaction, which is then rolled
--- back: a transaction id for it, greater than the id of every transaction that took a
+-- The second statement of a floor probe, in the same transaction, which then ends (it
+-- writes nothing): a transaction id for it, greater than the id of every transaction that took a
 -- number job_ready_seq_read saw (each took its id before its number), and the end of the
 -- WAL, past the sequence's record of that number.
 SELECT pg_current_xact_id()::text, pg_current_wal_insert_lsn()::text;
