@@ -95,6 +95,19 @@ async def test_custom_schema(empty_database_url: str) -> None:
     assert not table_exists(empty_database_url, "wai.jobs")
 
 
+async def test_the_jobs_table_is_vacuumed_without_the_cost_delay(empty_database_url: str) -> None:
+    # migration 0016: this table's autovacuum visits only, in the schema migrated
+    async with wai.AsyncClient(empty_database_url, schema="jobs_x") as client:
+        await client.migrate()
+    with psycopg.connect(empty_database_url) as conn:
+        rows = conn.execute(
+            "SELECT c.relname, c.reloptions FROM pg_class AS c"
+            " JOIN pg_namespace AS n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = 'jobs_x' AND c.reloptions IS NOT NULL"
+        ).fetchall()
+    assert rows == [("jobs", ["autovacuum_vacuum_cost_delay=0"])]
+
+
 async def test_two_schemas_in_one_database_are_independent(database_url: str) -> None:
     async with (
         wai.AsyncClient(database_url) as main,
