@@ -540,8 +540,11 @@ def summarize(rows: list[dict[str, Any]], minutes: float) -> dict[str, Any]:
             "start_mib": start_mib,
             "end_mib": tail[-1]["total_bytes"] / 2**20 if tail else math.nan,
             "fitted_growth_pct": 100 * growth / start_mib if start_mib else math.nan,
-            # flat: the fitted line grows by less than 10 % of the size where it starts
+            # flat: the fitted line moves by less than 10 % of the size where it starts;
+            # growing: it rises by 10 % or more (the upward trend the target rules out; a
+            # size that falls, as after vacuum hands a table's empty end back, is neither)
             "flat": bool(start_mib and abs(growth) < 0.1 * start_mib),
+            "growing": bool(start_mib and growth >= 0.1 * start_mib),
         },
     }
 
@@ -581,7 +584,13 @@ def report(summary: dict[str, Any]) -> str:
         f"plateau check over the last {pl['span_s'] / 60:.1f} min: size {pl['start_mib']:,.1f} → "
         f"{pl['end_mib']:,.1f} MiB, fitted slope {pl['slope_mib_per_min']:+.2f} MiB/min "
         f"({pl['fitted_growth_pct']:+.1f} % over the span): "
-        + ("**flat** (< 10 %)" if pl["flat"] else "**still growing** (≥ 10 %)"),
+        + (
+            "**flat** (< 10 %)"
+            if pl["flat"]
+            else "**still growing** (≥ 10 %)"
+            if pl.get("growing", True)
+            else "**shrinking**, no upward trend (≤ -10 %)"
+        ),
     ]
     return "\n".join(lines)
 
