@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, LiteralString, TypeVar
 
+import psycopg
+
 import wai
 from wai.worker import Runtime
 
@@ -40,6 +42,11 @@ class Work:
     """The args of most worker tests: kind ``work``, queue ``q``."""
 
     n: int = 0
+
+
+async def notes(conn: psycopg.AsyncConnection[Any], seconds: float = 0.3) -> list[str]:
+    """The NOTIFY payloads that arrived on the listening ``conn`` within ``seconds``."""
+    return [n.payload async for n in conn.notifies(timeout=seconds)]
 
 
 async def wait_for(

@@ -21,6 +21,7 @@ from tests.integration._helpers import (
     Work,
     db_now,
     fetch,
+    notes,
     register,
     runtime_of,
     serving,
@@ -33,11 +34,6 @@ from wai.maintenance import CronFirer
 pytestmark = pytest.mark.timeout(90)
 
 
-async def _notes(conn: psycopg.AsyncConnection[object], seconds: float = 0.3) -> list[str]:
-    """The payloads that arrived on the listening ``conn`` within ``seconds``."""
-    return [n.payload async for n in conn.notifies(timeout=seconds)]
-
-
 async def test_due_notes_come_from_what_makes_promotion_or_cron_due_and_nothing_else(
     aclient: wai.AsyncClient, database_url: str
 ) -> None:
@@ -46,40 +42,40 @@ async def test_due_notes_come_from_what_makes_promotion_or_cron_due_and_nothing_
         now = await db_now(aclient)
 
         available = await aclient.insert(Work(n=1))
-        assert await _notes(conn) == []  # the hot path sends none
+        assert await notes(conn) == []  # the hot path sends none
 
         await aclient.insert(Work(n=2), run_at=now + timedelta(hours=1))
-        assert await _notes(conn) == [""]
+        assert await notes(conn) == [""]
 
         # a hundred scheduled rows in one transaction: one note (PostgreSQL folds them)
         later = now + timedelta(hours=1)
         await aclient.insert_many([wai.EnqueueRequest(Work(n=i), run_at=later) for i in range(100)])
-        assert await _notes(conn) == [""]
+        assert await notes(conn) == [""]
 
         await fetch(aclient, "UPDATE wai.jobs SET state = 'running' WHERE id = %s", (available.id,))
-        assert await _notes(conn) == []
+        assert await notes(conn) == []
         await fetch(
             aclient, "UPDATE wai.jobs SET state = 'retryable' WHERE id = %s", (available.id,)
         )
-        assert await _notes(conn) == [""]
+        assert await notes(conn) == [""]
         # run_at moved on a waiting job (an operator's change): due again
         await fetch(
             aclient,
             "UPDATE wai.jobs SET run_at = run_at + interval '1 s' WHERE id = %s",
             (available.id,),
         )
-        assert await _notes(conn) == [""]
+        assert await notes(conn) == [""]
 
         aclient.periodic("every-second", "* * * * * *", Work(n=3), queue="cron")
         await aclient.upsert_cron()
-        assert await _notes(conn) == [""]  # a new schedule
+        assert await notes(conn) == [""]  # a new schedule
         await aclient.pause_cron("every-second")
         await aclient.resume_cron("every-second")
-        assert await _notes(conn) == ["", ""]  # two transactions: a note each
+        assert await notes(conn) == ["", ""]  # two transactions: a note each
         await asyncio.sleep(1.1)
         result = await CronFirer(aclient.pool, "wai", interval=1).run_once()
         assert result.fired == {"every-second": 1}
-        assert await _notes(conn) == []  # firing moves the cursor and inserts available jobs
+        assert await notes(conn) == []  # firing moves the cursor and inserts available jobs
 
 
 async def test_the_cron_pass_knows_its_next_fire(aclient: wai.AsyncClient) -> None:

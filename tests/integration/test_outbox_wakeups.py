@@ -15,7 +15,7 @@ import pytest
 from psycopg import sql
 
 import wai
-from tests.integration._helpers import fetch, runtime_of, serving, wait_for
+from tests.integration._helpers import fetch, notes, runtime_of, serving, wait_for
 from tests.integration.test_outbox import (
     Charge,
     Refund,
@@ -27,11 +27,6 @@ from wai import _db_async as db
 from wai.maintenance import SweepResult
 
 pytestmark = pytest.mark.timeout(90)
-
-
-async def _notes(conn: psycopg.AsyncConnection[object], seconds: float = 0.3) -> list[str]:
-    """The payloads that arrived on the listening ``conn`` within ``seconds``."""
-    return [n.payload async for n in conn.notifies(timeout=seconds)]
 
 
 def _refund_on_rescue(client: wai.AsyncClient, *, fail: list[bool] | None = None) -> None:
@@ -51,25 +46,25 @@ async def test_outbox_notes_come_from_rows_written_or_made_due_sooner(
         await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(db.outbox_channel("wai"))))
 
         await claimed_and_abandoned(aclient)  # inserts and claims: no outbox row
-        assert await _notes(conn) == []
+        assert await notes(conn) == []
         await rescue(aclient)  # the rescue's outbox row
-        assert await _notes(conn) == [""]
+        assert await notes(conn) == [""]
 
         sweeper = make_sweeper(aclient, max_attempts=2)
         assert (await sweeper.run_once()).failed == 1
-        assert await _notes(conn) == []  # a backoff moves the row later: its sweeper knows
+        assert await notes(conn) == []  # a backoff moves the row later: its sweeper knows
 
         await fetch(aclient, "UPDATE wai.outbox SET next_attempt_at = now() - interval '1 s'")
-        assert await _notes(conn) == [""]  # made due sooner
+        assert await notes(conn) == [""]  # made due sooner
         assert (await sweeper.run_once()).failed == 1  # the second failure: marked failed
-        assert await _notes(conn) == []
+        assert await notes(conn) == []
         (entry,) = await aclient.outbox_list(state="failed")
 
         await aclient.outbox_retry(entry.id)  # pending again
-        assert await _notes(conn) == [""]
+        assert await notes(conn) == [""]
         failing.clear()
         assert (await sweeper.run_once()).dispatched == 1  # a delete sends nothing
-        assert await _notes(conn) == []
+        assert await notes(conn) == []
 
 
 async def test_a_pass_knows_when_its_next_row_is_due(
