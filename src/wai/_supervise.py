@@ -91,9 +91,12 @@ async def repeat(
     interval: float,
     sleep_first: bool = False,
     cap: float | None = None,
+    after: Callable[[], float] | None = None,
 ) -> None:
     """Await ``step()`` every ``interval`` seconds until cancelled.
 
+    With ``after``, a step that succeeded is followed by ``after()`` seconds instead
+    (a loop whose step knows how soon it has work again: the retention cleaner).
     With ``sleep_first`` the loop waits ``interval`` before the first step. A step
     that raises an ``Exception`` is logged (:func:`_log_failure`); the next one runs
     after ``interval`` doubled for each consecutive failure, at most ``cap``
@@ -113,7 +116,7 @@ async def repeat(
             _log_failure(exc, name, f"next try in {delay:.2f} s")
         else:
             backoff.reset()
-            delay = interval
+            delay = interval if after is None else after()
 
 
 async def repeat_paced(

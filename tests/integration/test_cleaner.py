@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -13,6 +14,7 @@ import wai
 from tests.integration._helpers import Work, fetch, register, serving, wait_for
 from wai._sql import query
 from wai.maintenance import Cleaner, CleanerResult
+from wai.maintenance.cleaner import MIN_WAIT
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -347,3 +349,42 @@ async def test_a_starting_runtime_records_the_pairs_it_holds_specs_for(
     kept = await _outbox(aclient, age=30 * DAY, outcome="cancelled")
     await _cleaner(aclient, outbox=HOUR).run_once()
     assert kept in await _outbox_ids(aclient)
+
+
+async def test_a_pass_that_deleted_many_jobs_brings_the_next_one_sooner(
+    aclient: wai.AsyncClient,
+) -> None:
+    for _ in range(30):
+        await _job(aclient, "completed", age=2 * HOUR)
+    cleaner = _cleaner(aclient, batch_size=10)
+    assert cleaner.next_wait() == 60
+    assert (await cleaner.run_once()).deleted == {"completed": 30}
+    # 30 jobs expired over the first pass's span (one interval): a batch of 10 every 20 s
+    assert cleaner.next_wait() == pytest.approx(20.0)
+    assert await cleaner.run_once() == CleanerResult({})
+    assert cleaner.next_wait() == 60  # nothing left: back to the interval
+
+
+async def test_a_pass_stopped_with_rows_left_comes_back_at_the_shortest_wait(
+    aclient: wai.AsyncClient,
+) -> None:
+    for _ in range(9):
+        await _job(aclient, "completed", age=2 * HOUR)
+    cleaner = _cleaner(aclient, batch_size=3, max_batches=2)
+    assert (await cleaner.run_once()).deleted == {"completed": 6}
+    assert cleaner.next_wait() == MIN_WAIT
+    assert (await cleaner.run_once()).deleted == {"completed": 3}
+
+
+async def test_outbox_and_dlq_retention_run_once_an_interval_however_often_jobs_go(
+    aclient: wai.AsyncClient,
+) -> None:
+    cleaner = _cleaner(aclient, interval=0.5, outbox=HOUR)
+    first = await _outbox(aclient, age=2 * HOUR)
+    assert (await cleaner.run_once()).outbox == 1
+    second = await _outbox(aclient, age=2 * HOUR)
+    assert (await cleaner.run_once()).outbox == 0  # within the interval: jobs only
+    assert second in await _outbox_ids(aclient)
+    await asyncio.sleep(0.6)
+    assert (await cleaner.run_once()).outbox == 1
+    assert {first, second}.isdisjoint(await _outbox_ids(aclient))

@@ -73,7 +73,9 @@ class PeriodicService(ABC):
     async def run_forever(self) -> None:
         """Loop until cancelled.
 
-        A pass that raises is logged with its traceback and the next one runs after
+        Without a ``pace``, a pass is followed by the next after :meth:`next_wait`
+        seconds. A pass that
+        raises is logged with its traceback and the next one runs after
         ``interval``, doubled for each consecutive failure, at most
         ``max(interval, 30)`` seconds (see :func:`wai._supervise.repeat`).
         With a ``pace`` (services that know when they are next due: promotion, cron) a
@@ -81,7 +83,9 @@ class PeriodicService(ABC):
         wake the service (:func:`wai._supervise.repeat_paced`).
         """
         if self._pace is None:
-            await repeat(type(self).__name__, self._pass, interval=self.interval)
+            await repeat(
+                type(self).__name__, self._pass, interval=self.interval, after=self.next_wait
+            )
         else:
             name = type(self).__name__
             await repeat_paced(name, self._paced_pass, interval=self.interval, pace=self._pace)
@@ -93,6 +97,11 @@ class PeriodicService(ABC):
 
     async def _paced_pass(self) -> tuple[bool, float | None]:
         return self.idle_state(await self._pass())
+
+    def next_wait(self) -> float:
+        """Seconds from the end of a pass that succeeded to the next one: ``interval``,
+        unless the service knows better (the cleaner while jobs expire fast)."""
+        return self.interval
 
     def idle_state(self, result: object) -> tuple[bool, float | None]:
         """``(busy, due_in)`` of a pass's result: whether it did something, and the

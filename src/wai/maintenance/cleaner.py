@@ -14,7 +14,31 @@ from wai.dlq import _queries_async as dlq_db
 from wai.maintenance import _queries as maintenance_db
 from wai.maintenance._service import PeriodicService
 
-__all__ = ["Cleaner", "CleanerResult"]
+__all__ = ["MIN_WAIT", "Cleaner", "CleanerResult", "next_cleanup_wait"]
+
+#: The shortest wait between two cleanup passes (seconds; at most the interval).
+MIN_WAIT = 1.0
+
+
+def next_cleanup_wait(
+    deleted: int, elapsed: float, *, more: bool, batch_size: int, interval: float
+) -> float:
+    """Seconds until the next cleanup pass, from what this one deleted (pure).
+
+    ``deleted`` jobs went in this pass, ``elapsed`` seconds after the previous pass
+    began (the span they expired in); ``more``: the pass stopped at its budget with a
+    full last batch, so rows are left. The next pass comes when about one batch will
+    have expired at that rate, so a steady flow of expiring jobs is deleted a batch or
+    a few at a time rather than all at once every ``interval`` (a minute of jobs at
+    thousands a second is a burst of writes that every commit of the queue waits
+    behind); never sooner than :data:`MIN_WAIT`, never later than ``interval``.
+    """
+    floor = min(MIN_WAIT, interval)
+    if more:
+        return floor
+    if deleted <= 0 or elapsed <= 0:
+        return interval
+    return min(interval, max(floor, batch_size * elapsed / deleted))
 
 
 class _Expire(Protocol):
@@ -38,6 +62,10 @@ class CleanerResult:
 
 class Cleaner(PeriodicService):
     """Deletes ``completed``, ``failed`` and ``cancelled`` jobs past their retention.
+
+    Passes run every ``interval`` seconds while few jobs expire, and sooner while many
+    do (:func:`next_cleanup_wait`: about one batch a pass, at least :data:`MIN_WAIT`
+    apart); outbox and dead-letter retention run at most once an ``interval``.
 
     A job's age is counted from ``finalized_at``. The retention of its state is
     the queue's override in the ``queues`` table (``completed_retention``,
@@ -87,11 +115,26 @@ class Cleaner(PeriodicService):
         self._dlq = dlq
         self._batch_size = batch_size
         self._max_batches = max_batches
+        self._began: float | None = None  # when the previous pass began
+        self._expired_at: float | None = None  # when outbox and DLQ retention last ran
+        self._next_wait = interval
+
+    def next_wait(self) -> float:
+        """Seconds from the end of the last pass to the next (:func:`next_cleanup_wait`)."""
+        return self._next_wait
 
     async def run_once(self) -> CleanerResult:
-        """Delete expired terminal jobs, orphaned outbox rows and dead-letter entries."""
+        """Delete expired terminal jobs, orphaned outbox rows and dead-letter entries.
+
+        Outbox rows and dead-letter entries only when the last pass that expired them
+        is an ``interval`` ago or more (or none did).
+        """
+        began = time.monotonic()
+        elapsed = self.interval if self._began is None else began - self._began
+        self._began = began
         total: dict[str, int] = {}
-        until = time.monotonic() + self._budget
+        more = False
+        until = began + self._budget
         # Each batch starts where the previous one ended, not at the oldest entry of
         # jobs_finalized_idx: the entries of the rows deleted stay until vacuum (for as long
         # as an old snapshot is held). Rows left behind (a longer retention, locked) wait
@@ -111,10 +154,25 @@ class Cleaner(PeriodicService):
             after = last if last is not None else after
             for state, n in batch.items():
                 total[state] = total.get(state, 0) + n
-            if sum(batch.values()) < self._batch_size or time.monotonic() > until:
+            if sum(batch.values()) < self._batch_size:
                 break
-        outbox = await self._expire(maintenance_db.outbox_delete_expired, self._outbox)
-        dead = await self._expire(dlq_db.dlq_delete_expired, self._dlq)
+            if time.monotonic() > until:
+                more = True
+                break
+        else:
+            more = True
+        self._next_wait = next_cleanup_wait(
+            sum(total.values()),
+            elapsed,
+            more=more,
+            batch_size=self._batch_size,
+            interval=self.interval,
+        )
+        outbox = dead = 0
+        if self._expired_at is None or began - self._expired_at >= self.interval:
+            self._expired_at = began
+            outbox = await self._expire(maintenance_db.outbox_delete_expired, self._outbox)
+            dead = await self._expire(dlq_db.dlq_delete_expired, self._dlq)
         return CleanerResult(total, outbox, dead)
 
     async def _expire(self, delete: _Expire, retention: float) -> int:

@@ -29,9 +29,11 @@ class RuntimeSettings:
     bound how outcomes are grouped into one transaction; *completion_writers* is
     how many such batches are written at once. *record_interval*: how
     often the process refreshes its row in ``runtime_instances``.
-    *cleanup_interval*: how often the leader deletes terminal jobs older than
-    *completed_retention*, *failed_retention* or *cancelled_retention* (by
-    ``finalized_at``; per-queue overrides live in the ``queues`` table).
+    *cleanup_interval*: the longest the leader waits between two passes that delete
+    terminal jobs older than *completed_retention*, *failed_retention* or
+    *cancelled_retention* (by ``finalized_at``; per-queue overrides live in the
+    ``queues`` table); while many jobs expire, passes come sooner, about a batch
+    of 1,000 each, at least 1 s apart (``docs/runtime.md#retention-cleanup``).
     *aging_interval*: how often the leader applies priority aging to the queues
     that have it configured. *outbox_interval*: how often a process holding
     follow-up specs dispatches outbox rows (rescue follow-ups) while it has some;
