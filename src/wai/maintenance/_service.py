@@ -74,9 +74,8 @@ class PeriodicService(ABC):
         """Loop until cancelled.
 
         Without a ``pace``, a pass is followed by the next after :meth:`next_wait`
-        seconds. A pass that
-        raises is logged with its traceback and the next one runs after
-        ``interval``, doubled for each consecutive failure, at most
+        seconds. A pass that raises is logged with its traceback and the next one runs
+        after ``interval``, doubled for each consecutive failure, at most
         ``max(interval, 30)`` seconds (see :func:`wai._supervise.repeat`).
         With a ``pace`` (services that know when they are next due: promotion, cron) a
         pass that found nothing lets the next one wait longer while notifications can
