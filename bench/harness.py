@@ -259,6 +259,20 @@ def summarize(values: Sequence[float]) -> dict[str, float]:
     return {"median": statistics.median(clean), "min": min(clean), "max": max(clean)}
 
 
+#: The longest wait between two drain completion polls (seconds).
+POLL_MAX = 1.0
+
+
+def next_poll(done: int, left: int, seconds: float, interval: float) -> float:
+    """Seconds until the next completion poll of a drain that completed ``done`` jobs in
+    the last ``seconds`` and has ``left`` to go: a quarter of the time left at that rate,
+    between ``interval`` and :data:`POLL_MAX`; ``interval`` while nothing is measured.
+    """
+    if done <= 0 or seconds <= 0:
+        return interval
+    return max(interval, min(POLL_MAX, left * seconds / done / 4))
+
+
 # -- child processes --------------------------------------------------------------------
 
 
