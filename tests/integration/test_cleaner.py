@@ -172,6 +172,26 @@ async def test_batches_of_a_pass_go_on_from_where_the_last_one_ended(
     assert await _ids(aclient) == {kept}
 
 
+async def test_a_pass_starts_where_the_last_one_ended_and_once_an_interval_at_the_oldest(
+    aclient: wai.AsyncClient,
+) -> None:
+    # A snapshot held open keeps the index entries of every row deleted since it began: a
+    # pass from the oldest entry would walk them all, each pass.
+    await _job(aclient, "completed", age=2 * HOUR)
+    cleaner = _cleaner(aclient, interval=0.5)
+    assert (await cleaner.run_once()).deleted == {"completed": 1}
+    # expired, but older than the last row deleted (a finalized_at taken before that pass,
+    # committed after it): the next pass starts past it, at the last row deleted ...
+    older = await _job(aclient, "completed", age=3 * HOUR)
+    await _job(aclient, "completed", age=HOUR + 60)
+    assert (await cleaner.run_once()).deleted == {"completed": 1}
+    assert await _ids(aclient) == {older}
+    # ... and the first pass an interval after the last one from the oldest starts there
+    await asyncio.sleep(0.6)
+    assert (await cleaner.run_once()).deleted == {"completed": 1}
+    assert await _ids(aclient) == set()
+
+
 async def test_batches_take_the_oldest_rows_whatever_the_plan(aclient: wai.AsyncClient) -> None:
     # Rows stored in neither finalized order nor its reverse, read through connections
     # that may not walk an index: a batch taken in the order of a scan or of a hash join

@@ -117,6 +117,8 @@ class Cleaner(PeriodicService):
         self._max_batches = max_batches
         self._began: float | None = None  # when the previous pass began
         self._expired_at: float | None = None  # when outbox and DLQ retention last ran
+        self._swept_at: float | None = None  # when a pass last started at the oldest row
+        self._mark: datetime | None = None  # the latest finalized_at the last pass deleted
         self._next_wait = interval
 
     def next_wait(self) -> float:
@@ -126,6 +128,8 @@ class Cleaner(PeriodicService):
     async def run_once(self) -> CleanerResult:
         """Delete expired terminal jobs, orphaned outbox rows and dead-letter entries.
 
+        Jobs from the latest ``finalized_at`` the previous pass deleted, and from the
+        oldest when the last pass that did is an ``interval`` ago or more (or none did).
         Outbox rows and dead-letter entries only when the last pass that expired them
         is an ``interval`` ago or more (or none did).
         """
@@ -135,11 +139,17 @@ class Cleaner(PeriodicService):
         total: dict[str, int] = {}
         more = False
         until = began + self._budget
-        # Each batch starts where the previous one ended, not at the oldest entry of
-        # jobs_finalized_idx: the entries of the rows deleted stay until vacuum (for as long
-        # as an old snapshot is held). Rows left behind (a longer retention, locked) wait
-        # for the next pass, which starts from the oldest again.
-        after: datetime | None = None
+        # Each batch starts where the previous one ended, and each pass where the last
+        # one did, not at the oldest entry of jobs_finalized_idx: the entries of the rows
+        # deleted stay until vacuum, and for as long as an old snapshot is held, so a
+        # pass from the oldest walks every row deleted since that snapshot began. Rows
+        # left behind (a longer retention, locked, a finalized_at older than the mark
+        # committed after it was taken) wait for the next pass from the oldest, at most
+        # one interval later.
+        after = self._mark
+        if self._swept_at is None or began - self._swept_at >= self.interval:
+            self._swept_at = began
+            after = None
         for _ in range(self._max_batches):
             async with self._pool.connection() as conn:
                 batch, last = await maintenance_db.job_delete_finalized(
@@ -161,6 +171,7 @@ class Cleaner(PeriodicService):
                 break
         else:
             more = True
+        self._mark = after
         self._next_wait = next_cleanup_wait(
             sum(total.values()),
             elapsed,

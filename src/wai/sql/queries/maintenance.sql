@@ -125,8 +125,8 @@ SELECT pg_notify(%(flow_channel)s, s.queue) FROM (SELECT DISTINCT queue FROM sto
 -- Delete up to %(limit)s terminal jobs finalized longer ago than the retention of their
 -- state: the queue's override in the queues table, else the default in seconds. The scan
 -- walks jobs_finalized_idx up to the shortest retention in force, from %(after)s (NULL:
--- from the oldest), where the pass's previous batch ended: the entries of the rows it
--- deleted stay until vacuum, and an old snapshot keeps them for as long as it is held.
+-- from the oldest), where the previous batch ended: the entries of the rows it deleted
+-- stay until vacuum, and an old snapshot keeps them for as long as it is held.
 -- Rows are locked (and re-checked) so a job retried meanwhile is left alone. Returns
 -- counts per state and the latest finalized_at deleted.
 WITH cutoff AS (
