@@ -178,7 +178,7 @@ async def test_a_pass_starts_where_the_last_one_ended_and_once_an_interval_at_th
     # A snapshot held open keeps the index entries of every row deleted since it began: a
     # pass from the oldest entry would walk them all, each pass.
     await _job(aclient, "completed", age=2 * HOUR)
-    cleaner = _cleaner(aclient, interval=0.5)
+    cleaner = _cleaner(aclient, interval=2.0)  # the next pass comes well within it
     assert (await cleaner.run_once()).deleted == {"completed": 1}
     # expired, but older than the last row deleted (a finalized_at taken before that pass,
     # committed after it): the next pass starts past it, at the last row deleted ...
@@ -187,7 +187,7 @@ async def test_a_pass_starts_where_the_last_one_ended_and_once_an_interval_at_th
     assert (await cleaner.run_once()).deleted == {"completed": 1}
     assert await _ids(aclient) == {older}
     # ... and the first pass an interval after the last one from the oldest starts there
-    await asyncio.sleep(0.6)
+    await asyncio.sleep(2.1)
     assert (await cleaner.run_once()).deleted == {"completed": 1}
     assert await _ids(aclient) == set()
 
