@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Collection
-from typing import Any
+from typing import Any, ClassVar
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
@@ -15,9 +16,13 @@ from wai._logging import emit
 from wai._pace import IdlePace
 from wai._supervise import repeat, repeat_paced
 
-__all__ = ["PeriodicService", "stop_tasks"]
+__all__ = ["SCAN_SHARE", "SPACED_FROM", "PeriodicService", "spaced", "stop_tasks"]
 
 logger = logging.getLogger("wai.maintenance")
+
+#: The share of their time the passes that read every live row of a state (rescue, depth
+#: samples, priority aging) may take: 2 %, so a pass that took 1 s waits 49 s for the next.
+SCAN_SHARE = 0.02
 
 
 async def stop_tasks(tasks: Collection[asyncio.Task[Any]], *, retry: float = 5.0) -> None:
@@ -47,11 +52,34 @@ async def stop_tasks(tasks: Collection[asyncio.Task[Any]], *, retry: float = 5.0
             )
 
 
+#: Passes quicker than this (seconds) never space the next one out: a busy test database,
+#: or a short interval, keeps its cadence.
+SPACED_FROM = 0.1
+
+
+def spaced(wait: float, took: float, share: float | None) -> float:
+    """The wait after a pass that took ``took`` seconds, where the service would wait
+    ``wait``: at least long enough that its passes take no more than ``share`` of its
+    time (``took * (1 - share) / share``); ``wait`` itself when ``share`` is None or the
+    pass took less than :data:`SPACED_FROM` (pure).
+    """
+    if share is None or took < SPACED_FROM:
+        return wait
+    return max(wait, took * (1.0 - share) / share)
+
+
 class PeriodicService(ABC):
     """Runs ``run_once`` every ``interval`` seconds until cancelled, on ``pool`` and ``schema``.
 
     Tests call ``run_once`` directly and never wait on the loop.
     """
+
+    #: The largest share of its time a service's passes may take (None: no bound). A pass
+    #: whose cost grows with what vacuum has not removed yet (entries of dead rows in the
+    #: partial indexes it reads, which an old snapshot keeps for as long as it is held)
+    #: then spaces the next one out instead of taking ever more of the server.
+    share: ClassVar[float | None] = None
+    _took = 0.0  # seconds the last pass took
 
     def __init__(
         self,
@@ -74,25 +102,31 @@ class PeriodicService(ABC):
         """Loop until cancelled.
 
         Without a ``pace``, a pass is followed by the next after :meth:`next_wait`
-        seconds. A pass that raises is logged with its traceback and the next one runs
-        after ``interval``, doubled for each consecutive failure, at most
+        seconds, or longer if the pass took more than the service's :attr:`share` of
+        that time (:func:`spaced`). A pass that raises is logged with its traceback and
+        the next one runs after ``interval``, doubled for each consecutive failure, at most
         ``max(interval, 30)`` seconds (see :func:`wai._supervise.repeat`).
         With a ``pace`` (services that know when they are next due: promotion, cron) a
         pass that found nothing lets the next one wait longer while notifications can
         wake the service (:func:`wai._supervise.repeat_paced`).
         """
         if self._pace is None:
-            await repeat(
-                type(self).__name__, self._pass, interval=self.interval, after=self.next_wait
-            )
+            await repeat(type(self).__name__, self._pass, interval=self.interval, after=self._after)
         else:
             name = type(self).__name__
             await repeat_paced(name, self._paced_pass, interval=self.interval, pace=self._pace)
 
     async def _pass(self) -> object:
-        result = await self.run_once()
+        began = time.monotonic()
+        try:
+            result = await self.run_once()
+        finally:
+            self._took = time.monotonic() - began
         logger.debug("wai: %s pass: %s", type(self).__name__, result)
         return result
+
+    def _after(self) -> float:
+        return spaced(self.next_wait(), self._took, self.share)
 
     async def _paced_pass(self) -> tuple[bool, float | None]:
         return self.idle_state(await self._pass())

@@ -9,7 +9,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from wai.maintenance import _queries as maintenance_db
-from wai.maintenance._service import PeriodicService
+from wai.maintenance._service import SCAN_SHARE, PeriodicService
 
 __all__ = ["Aging", "AgingResult"]
 
@@ -32,6 +32,9 @@ class Aging(PeriodicService):
     not depend on how often the pass runs: a second pass within the same
     interval changes nothing.
     """
+
+    #: Aging reads the available rows of aging queues: spaced out while that is slow.
+    share = SCAN_SHARE
 
     def __init__(
         self,

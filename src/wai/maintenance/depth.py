@@ -11,7 +11,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from wai import _db_async as db
 from wai.maintenance import _queries as maintenance_db
-from wai.maintenance._service import PeriodicService
+from wai.maintenance._service import SCAN_SHARE, PeriodicService
 
 __all__ = ["DEPTH_RETENTION", "DepthResult", "DepthSampler"]
 
@@ -40,6 +40,9 @@ class DepthSampler(PeriodicService):
     and the per-minute throughput counts the workers write, older than
     :data:`DEPTH_RETENTION` are deleted in the same pass.
     """
+
+    #: A sample counts every unfinished row: spaced out while that is slow.
+    share = SCAN_SHARE
 
     def __init__(
         self,

@@ -12,7 +12,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from wai._job import JobRow, JobState
 from wai._logging import emit, jobs_extra
-from wai.maintenance._service import PeriodicService
+from wai.maintenance._service import SCAN_SHARE, PeriodicService
 from wai.transitions._rescue import rescue
 
 __all__ = ["Rescuer", "RescuerResult"]
@@ -41,6 +41,9 @@ class Rescuer(PeriodicService):
     on moves there in the rescue's transaction (reason ``callback_timeout`` or
     ``max_attempts_exhausted``).
     """
+
+    #: Rescue reads every running row's index entry: spaced out while that is slow.
+    share = SCAN_SHARE
 
     def __init__(
         self,

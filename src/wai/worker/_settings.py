@@ -23,7 +23,9 @@ class RuntimeSettings:
     *heartbeat_interval*: how often running attempts refresh their heartbeat.
     *heartbeat_staleness*: how old a heartbeat must be before rescue (>= 3 x
     heartbeat_interval). *rescue_interval*, *promote_interval*,
-    *election_interval*: maintenance cadence. *maintenance*: run the
+    *election_interval*: maintenance cadence (rescue, priority aging and depth
+    samples wait longer while a pass is slow, taking at most 2 % of their time:
+    ``docs/runtime.md#claims-and-old-snapshots``). *maintenance*: run the
     leader-elected maintenance in this process. *burst*: stop once the served
     queues are empty. *completion_batch_size* and *completion_flush_interval*
     bound how outcomes are grouped into one transaction; *completion_writers* is
