@@ -109,10 +109,6 @@ class Adapter(ABC):
 
     # -- the sustained run (sustained.py) ---------------------------------------------
 
-    def backlog_sql(self) -> str:
-        """One value: the jobs waiting to be claimed now (the backlog)."""
-        raise NotImplementedError(f"{self.name}: no backlog query")
-
     def queue_tables(self) -> tuple[str, ...]:
         """The tables every job passes through, as ``schema.table``, the busiest first.
 

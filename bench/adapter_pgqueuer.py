@@ -85,10 +85,6 @@ class PgqueuerAdapter(Adapter):
         """``pgqueuer``, ``pgqueuer_log``, ``pgqueuer_statistics`` and the rest."""
         return "relname LIKE 'pgqueuer%'"
 
-    def backlog_sql(self) -> str:
-        """Jobs in ``queued``."""
-        return "SELECT count(*) FROM pgqueuer WHERE status = 'queued'"
-
     def queue_tables(self) -> tuple[str, ...]:
         """A job is a row of ``pgqueuer`` until it finishes, and three of ``pgqueuer_log``."""
         return ("public.pgqueuer", "public.pgqueuer_log")

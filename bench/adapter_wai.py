@@ -51,10 +51,6 @@ class WaiAdapter(Adapter):
         """Every table of the ``wai`` schema."""
         return f"schemaname = '{SCHEMA}'"
 
-    def backlog_sql(self) -> str:
-        """Jobs in ``available``."""
-        return f"SELECT count(*) FROM {SCHEMA}.jobs WHERE state = 'available'"
-
     def queue_tables(self) -> tuple[str, ...]:
         """Every job is one row of ``wai.jobs``, from insert to retention cleanup."""
         return (f"{SCHEMA}.jobs",)

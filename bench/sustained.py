@@ -42,8 +42,11 @@ fsync and synchronous_commit on) and removes it afterwards, also after an error 
 
 Every ``--window`` (10) s one row of the series: the producer's and the worker's counts
 for that window (from their own processes, ``windows.py``), and a sample of the server at
-its end (the adapter's tables in ``pg_stat_user_tables``, the backlog, the oldest snapshot
-in ``pg_stat_activity``). Windows are labelled with a phase: ``warm-up`` (the first
+its end (the adapter's tables in ``pg_stat_user_tables``, the oldest snapshot in
+``pg_stat_activity``). The backlog is counted from the children's counts (jobs inserted less
+jobs started), not by the server: a ``count(*)`` of the waiting jobs every window reads the
+same dead index entries a held snapshot keeps as the claim does, and would weigh on the
+phase it measures. Windows are labelled with a phase: ``warm-up`` (the first
 ``--warmup`` s), ``clean``, ``held snapshot``, ``after``. The output: ``series.csv`` and
 ``series.json`` (with the probes, settings and summary) in ``--out``, the summary table on
 stdout, a PNG (``--png``, default ``OUT/sustained.png``; needs matplotlib, the ``bench``
@@ -201,11 +204,10 @@ def probe(a: argparse.Namespace, server: str, admin: psycopg.Connection[Any]) ->
 
 @dataclasses.dataclass(slots=True)
 class Sample:
-    """The server at one moment: the adapter's tables, the backlog, the oldest snapshot."""
+    """The server at one moment: the adapter's tables, the oldest snapshot."""
 
     at: float
     tables: dict[str, tuple[int, ...]]
-    backlog: int
     xmin_age: int
     snapshot_age_s: float
     machine_busy_s: float
@@ -218,12 +220,10 @@ class Sample:
             str(r[0]): tuple(int(v) for v in r[1:])
             for r in conn.execute(TABLES_SQL.format(where=where))
         }
-        row = conn.execute(adapter.backlog_sql()).fetchone()
         snap = conn.execute(SNAPSHOT_SQL).fetchone()
-        assert row is not None
         assert snap is not None
         busy, _ = machine_busy_seconds()
-        return cls(at, tables, int(row[0]), int(snap[0]), float(snap[1]), busy)
+        return cls(at, tables, int(snap[0]), float(snap[1]), busy)
 
     def total(self, i: int, names: tuple[str, ...] | None = None) -> int:
         """Column ``i`` of the tables (all, or ``names``), summed."""
@@ -260,7 +260,6 @@ def row_of(
         "end_s": start + a.window,
         "phase": phase_of(start + a.window / 2, a),
         "snapshot_held": int(held),
-        "backlog": cur.backlog,
         "table_bytes": cur.total(TOTAL) - cur.total(INDEXES),
         "index_bytes": cur.total(INDEXES),
         "total_bytes": cur.total(TOTAL),
@@ -289,6 +288,19 @@ def phase_of(t: float, a: argparse.Namespace) -> str:
         if t >= a.hold_snapshot_at + a.hold_snapshot_for:
             return "after"
     return "clean"
+
+
+def backlog(prod_w: dict[int, dict[str, Any]], work_w: dict[int, dict[str, Any]], upto: int) -> int:
+    """The producer's jobs inserted but not yet started at the end of window ``upto``.
+
+    Counted from the children's window counts (``inserted`` less ``handled``), follow-ups
+    left out; a job claimed but not yet started counts as waiting. A job can start before
+    its producer's insert call has returned and been counted, so the difference is held at
+    zero or above.
+    """
+    ins = sum(w.get("counts", {}).get("inserted", 0) for k, w in prod_w.items() if k <= upto)
+    done = sum(w.get("counts", {}).get("handled", 0) for k, w in work_w.items() if k <= upto)
+    return max(0, ins - done)
 
 
 def merge_child(row: dict[str, Any], prod: dict[str, Any], work: dict[str, Any], w: float) -> None:
@@ -441,8 +453,9 @@ def sustain(
                     last = work_w.get(k - 1, {}).get("samples", {}).get("pickup_ms")
                     done = work_w.get(k - 1, {}).get("counts", {}).get("handled", 0)
                     log(
-                        f"{row['end_s']:7.0f} s {row['phase']:<13} backlog {row['backlog']:>7,}"
-                        f"  (window before: completed/s {done / a.window:>6,.0f}"
+                        f"{row['end_s']:7.0f} s {row['phase']:<13}"
+                        f"  (window before: backlog {backlog(prod_w, work_w, k - 1):>7,}"
+                        f" completed/s {done / a.window:>6,.0f}"
                         f" pickup p99 {last[1] if last else math.nan:7.1f} ms)"
                         f"  size {row['total_bytes'] / 2**20:7.1f} MiB"
                         f"  dead {row['dead_tup']:>9,}  autovacuum {row['autovacuumed'] or '-'}"
@@ -464,6 +477,7 @@ def sustain(
     for row in rows:
         k = int(row["window"])
         merge_child(row, prod_w.get(k, {}), work_w.get(k, {}), a.window)
+        row["backlog"] = backlog(prod_w, work_w, k)
     return {
         "rows": rows,
         "held_span_s": held_span,

@@ -46,3 +46,20 @@ def test_the_plateau_check_names_the_trend(
     summary = sustained.summarize(_rows(sizes), minutes=5)
     assert (summary["plateau"]["flat"], summary["plateau"]["growing"]) == (flat, growing)
     assert words in sustained.report(summary)
+
+
+def test_the_backlog_is_inserted_less_started_up_to_the_window() -> None:
+    prod = {
+        0: {"counts": {"inserted": 100}},
+        1: {"counts": {"inserted": 100, "chained": 20}},
+        2: {"counts": {"inserted": 50}},
+    }
+    work = {0: {"counts": {"handled": 60}}, 1: {"counts": {"handled": 120, "followups": 20}}}
+    assert sustained.backlog(prod, work, 0) == 40
+    assert sustained.backlog(prod, work, 1) == 20
+    # the worker's window 2 has not arrived yet: its jobs count as waiting
+    assert sustained.backlog(prod, work, 2) == 70
+    # a job started before its insert call returned is not a negative backlog
+    assert (
+        sustained.backlog({0: {"counts": {"inserted": 5}}}, {0: {"counts": {"handled": 6}}}, 0) == 0
+    )
