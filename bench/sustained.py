@@ -85,6 +85,7 @@ COLUMNS = (
     "inserted_per_s", "completed_per_s", "followups_per_s", "producer_lag_max_s",
     "insert_ms_p50", "insert_ms_p99", "backlog",
     "pickups", "pickup_p50_ms", "pickup_p99_ms", "pickup_max_ms",
+    "insert_part_p99_ms", "wait_part_p99_ms", "start_part_p99_ms",
     "table_bytes", "index_bytes", "total_bytes", "live_tup", "dead_tup",
     "ins_per_s", "upd_per_s", "del_per_s",
     "autovacuum", "autoanalyze", "autovacuum_queue", "autovacuumed",
@@ -317,6 +318,9 @@ def merge_child(row: dict[str, Any], prod: dict[str, Any], work: dict[str, Any],
     row["pickup_p50_ms"], row["pickup_p99_ms"], row["pickup_max_ms"] = (
         tuple(pick[:3]) if pick else (math.nan,) * 3
     )
+    for part in ("insert", "wait", "start"):
+        got = work.get("samples", {}).get(f"{part}_part_ms")
+        row[f"{part}_part_p99_ms"] = got[1] if got else math.nan
 
 
 def take_lines(
@@ -450,13 +454,21 @@ def sustain(
                     row = row_of(k, a, prev, cur, held_in_window, queue_tables)
                     rows.append(row)
                     prev = cur
-                    last = work_w.get(k - 1, {}).get("samples", {}).get("pickup_ms")
+                    samples = work_w.get(k - 1, {}).get("samples", {})
+                    last = samples.get("pickup_ms")
+                    parts = "/".join(
+                        f"{samples[f'{n}_part_ms'][1]:.1f}"
+                        for n in ("insert", "wait", "start")
+                        if f"{n}_part_ms" in samples
+                    )
                     done = work_w.get(k - 1, {}).get("counts", {}).get("handled", 0)
                     log(
                         f"{row['end_s']:7.0f} s {row['phase']:<13}"
                         f"  (window before: backlog {backlog(prod_w, work_w, k - 1):>7,}"
                         f" completed/s {done / a.window:>6,.0f}"
-                        f" pickup p99 {last[1] if last else math.nan:7.1f} ms)"
+                        f" pickup p99 {last[1] if last else math.nan:7.1f} ms"
+                        + (f" = insert/wait/start {parts}" if parts else "")
+                        + ")"
                         f"  size {row['total_bytes'] / 2**20:7.1f} MiB"
                         f"  dead {row['dead_tup']:>9,}  autovacuum {row['autovacuumed'] or '-'}"
                         f"  xmin age {row['xmin_age']:,}"

@@ -17,7 +17,8 @@ which wai runs in its thread pool (holding the GIL while it spins).
 ``Chained`` jobs, whose completion enqueues one ``Done`` follow-up
 (``on_completed_enqueue``), and writes one line per window (``windows.py``): ``Ping`` and
 ``Chained`` jobs handled, follow-ups handled, and the pickup time of each job handled
-(``time.time() - t`` at the handler's start) instead of the ``latencies`` list.
+(``time.time() - t`` at the handler's start) instead of the ``latencies`` list, with its
+three parts (:func:`record_pickup`).
 ``--completed-retention S`` and ``--cleanup-interval S`` go to ``client.start``.
 """
 
@@ -38,6 +39,24 @@ from wai_jobs import Chained, Done, Noop, Ping
 from windows import Windows
 
 import wai
+
+
+def record_pickup(windows: Windows, job: wai.Job[Any], t: float) -> None:
+    """Sample a job's pickup time and its parts, as ``sustained.py``'s columns show them.
+
+    The parts, by the server's clock of the same machine: ``insert`` from ``t`` to the
+    insert's transaction start (``created_at``), ``wait`` from there to the claim's
+    transaction start (``attempted_at``: the insert's commit, the wakeup, the claim's
+    turn), ``start`` from there to the handler's start (the claim statement, its rows,
+    the dispatch to a slot).
+    """
+    now = time.time()
+    created = job.created_at.timestamp()
+    attempted = job.attempted_at.timestamp() if job.attempted_at is not None else now
+    windows.sample("pickup_ms", 1000 * (now - t))
+    windows.sample("insert_part_ms", 1000 * (created - t))
+    windows.sample("wait_part_ms", 1000 * (attempted - created))
+    windows.sample("start_part_ms", 1000 * (now - attempted))
 
 
 async def main() -> None:
@@ -125,7 +144,7 @@ async def main() -> None:
         if windows is None:
             latencies.append(time.time() - job.args.t)
         else:
-            windows.sample("pickup_ms", 1000 * (time.time() - job.args.t))
+            record_pickup(windows, job, job.args.t)
             windows.count("handled")
         handled += 1
 
@@ -135,7 +154,7 @@ async def main() -> None:
         @client.task(Chained, queue=QUEUE)
         async def chained(job: wai.Job[Chained]) -> None:
             nonlocal handled
-            sampled.sample("pickup_ms", 1000 * (time.time() - job.args.t))
+            record_pickup(sampled, job, job.args.t)
             sampled.count("handled")
             handled += 1
 

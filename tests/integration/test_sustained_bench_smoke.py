@@ -46,6 +46,11 @@ def test_sustained_bench_smoke(database_url: str, tmp_path: Path) -> None:
     assert sum(float(r["completed_per_s"]) for r in rows) > 0
     assert sum(float(r["followups_per_s"]) for r in rows) > 0  # every 5th job has one
     assert all(int(r["total_bytes"]) > 0 for r in rows)
+    picked = [r for r in rows if int(r["pickups"]) > 0]
+    assert picked
+    for r in picked:  # the pickup's parts, each at most the whole's largest
+        for part in ("insert", "wait", "start"):
+            assert 0 <= float(r[f"{part}_part_p99_ms"]) <= float(r["pickup_max_ms"]) + 1
 
     doc = json.loads((out / "series.json").read_text())
     assert [p["phase"] for p in doc["summary"]["phases"]] == [
