@@ -86,6 +86,7 @@ COLUMNS = (
     "insert_ms_p50", "insert_ms_p99", "backlog",
     "pickups", "pickup_p50_ms", "pickup_p99_ms", "pickup_max_ms",
     "insert_part_p99_ms", "wait_part_p99_ms", "start_part_p99_ms",
+    "worker_loop_lag_max_ms", "worker_loop_stalls", "worker_gc_full", "worker_gc_full_max_ms",
     "table_bytes", "index_bytes", "total_bytes", "live_tup", "dead_tup",
     "ins_per_s", "upd_per_s", "del_per_s",
     "autovacuum", "autoanalyze", "autovacuum_queue", "autovacuumed",
@@ -318,6 +319,11 @@ def merge_child(row: dict[str, Any], prod: dict[str, Any], work: dict[str, Any],
     row["pickup_p50_ms"], row["pickup_p99_ms"], row["pickup_max_ms"] = (
         tuple(pick[:3]) if pick else (math.nan,) * 3
     )
+    wm = work.get("maxima", {})
+    row["worker_loop_lag_max_ms"] = wm.get("loop_lag_ms", math.nan)
+    row["worker_loop_stalls"] = wc.get("loop_stalls", 0)
+    row["worker_gc_full"] = wc.get("gc_full", 0)
+    row["worker_gc_full_max_ms"] = wm.get("gc_full_ms", math.nan)
     for part in ("insert", "wait", "start"):
         got = work.get("samples", {}).get(f"{part}_part_ms")
         row[f"{part}_part_p99_ms"] = got[1] if got else math.nan
@@ -455,6 +461,7 @@ def sustain(
                     rows.append(row)
                     prev = cur
                     samples = work_w.get(k - 1, {}).get("samples", {})
+                    wmax = work_w.get(k - 1, {}).get("maxima", {})
                     last = samples.get("pickup_ms")
                     parts = "/".join(
                         f"{samples[f'{n}_part_ms'][1]:.1f}"
@@ -468,7 +475,8 @@ def sustain(
                         f" completed/s {done / a.window:>6,.0f}"
                         f" pickup p99 {last[1] if last else math.nan:7.1f} ms"
                         + (f" = insert/wait/start {parts}" if parts else "")
-                        + ")"
+                        + f"; worker loop lag max {wmax.get('loop_lag_ms', math.nan):.1f} ms"
+                        + f", full gc max {wmax.get('gc_full_ms', 0.0):.1f} ms)"
                         f"  size {row['total_bytes'] / 2**20:7.1f} MiB"
                         f"  dead {row['dead_tup']:>9,}  autovacuum {row['autovacuumed'] or '-'}"
                         f"  xmin age {row['xmin_age']:,}"

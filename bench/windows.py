@@ -8,11 +8,18 @@ happens in each window and, once a window has ended, writes one protocol line fo
     {"window": k, "counts": {"handled": n, ...}, "samples": {"pickup_ms": [p50, p99, max, n]}}
 
 The orchestrator merges these lines by ``k`` with its own samples of the server.
+
+While :meth:`Windows.run` runs, it also watches the child's own process: how late a 5-ms
+sleep of its event loop wakes (the largest lag, ``loop_lag_ms``, and the wakes 20 ms or
+more late, ``loop_stalls``), and how long each full garbage collection holds it
+(``gc_full`` collections of the oldest generation, the longest ``gc_full_ms``): a pickup's
+tail that the server does not explain may be the child's own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import math
 import time
 from collections import defaultdict
@@ -20,6 +27,10 @@ from collections import defaultdict
 from protocol import emit
 
 __all__ = ["Windows"]
+
+#: How often the loop watcher sleeps (s), and the lag counted as a stall (ms).
+LAG_EVERY = 0.005
+STALL_MS = 20.0
 
 
 def _quantile(ordered: list[float], p: float) -> float:
@@ -43,6 +54,7 @@ class Windows:
             lambda: defaultdict(list)
         )
         self._maxima: defaultdict[int, dict[str, float]] = defaultdict(dict)
+        self._gc_at = 0.0
 
     def index(self, now: float | None = None) -> int:
         """The window that wall-clock time ``now`` (default: now) falls in."""
@@ -81,8 +93,34 @@ class Windows:
             )
 
     async def run(self) -> None:
-        """Emit each window a little after it ends, until cancelled."""
+        """Emit each window a little after it ends, until cancelled; meanwhile watch the
+        event loop's lag and the full garbage collections."""
+        gc.callbacks.append(self._on_gc)
+        watcher = asyncio.ensure_future(self._watch_loop())
+        try:
+            while True:
+                k = self.index()
+                end = self.epoch + (k + 1) * self.seconds + 0.05
+                await asyncio.sleep(max(0.0, end - time.time()))
+                self.flush(self.index())
+        finally:
+            watcher.cancel()
+            gc.callbacks.remove(self._on_gc)
+
+    async def _watch_loop(self) -> None:
         while True:
-            k = self.index()
-            await asyncio.sleep(max(0.0, self.epoch + (k + 1) * self.seconds + 0.05 - time.time()))
-            self.flush(self.index())
+            t = time.perf_counter()
+            await asyncio.sleep(LAG_EVERY)
+            lag = 1000 * (time.perf_counter() - t - LAG_EVERY)
+            self.peak("loop_lag_ms", lag)
+            if lag >= STALL_MS:
+                self.count("loop_stalls")
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._gc_at = time.perf_counter()
+        else:
+            self.peak("gc_full_ms", 1000 * (time.perf_counter() - self._gc_at))
+            self.count("gc_full")
