@@ -163,19 +163,51 @@ async def test_the_analyzer_refreshes_statistics_a_small_table_grew_out_of(
     assert again.reltuples >= 3000
 
 
+async def test_the_analyzer_never_waits_behind_a_session_that_holds_the_table(
+    aclient: wai.AsyncClient, sclient: wai.Client, database_url: str
+) -> None:
+    """A vacuum holds the table's lock for as long as it runs: an ANALYZE queued behind it
+    would hold a pooled connection that long. The pass gives up at once; the next runs."""
+    with sclient.transaction() as tx:
+        tx.insert_many([Work() for _ in range(3000)])
+        tx.connection.execute("SELECT pg_stat_force_next_flush()")
+    analyzer = Analyzer(aclient.pool, aclient.schema, interval=30)
+    table = sql.Identifier(sclient.schema, "jobs")
+    with psycopg.connect(database_url) as holder:  # the lock a VACUUM takes
+        holder.execute(sql.SQL("LOCK TABLE {} IN SHARE UPDATE EXCLUSIVE MODE").format(table))
+
+        async def passed() -> AnalyzerResult | None:
+            result = await analyzer.run_once()
+            return result if result.changed >= 3000 else None
+
+        held = await wait_for(passed, 15, what="a pass that sees the 3,000 inserts")
+        assert not held.analyzed
+        holder.rollback()
+    result = await analyzer.run_once()
+    assert result.analyzed
+    assert result.autoanalyzed_ago is None  # this server runs without autovacuum
+
+
 @pytest.mark.parametrize(
-    ("reltuples", "changed", "analyze"),
+    ("reltuples", "changed", "autoanalyzed_ago", "analyze"),
     [
-        (-1.0, 999, False),  # never analyzed, few changes
-        (-1.0, 1000, True),
-        (5.0, 1000, True),  # the soak's case
-        (10_000.0, 4_999, False),
-        (10_000.0, 5_000, True),
-        (1_000_000.0, 400_000, False),
+        (-1.0, 999, None, False),  # never analyzed, few changes
+        (-1.0, 1000, None, True),
+        (5.0, 1000, None, True),  # the soak's case
+        (10_000.0, 4_999, None, False),
+        (10_000.0, 5_000, None, True),
+        (1_000_000.0, 400_000, None, False),
+        # autovacuum analyzed it a minute ago: it keeps up, whatever changed since
+        (10_000.0, 500_000, 60.0, False),
+        (-1.0, 1000, 179.0, False),
+        # ... but not for the last ten minutes: it is off for the table, or far behind
+        (10_000.0, 5_000, 600.0, True),
     ],
 )
-def test_needs_analyze(reltuples: float, changed: int, analyze: bool) -> None:
-    assert needs_analyze(reltuples, changed) is analyze
+def test_needs_analyze(
+    reltuples: float, changed: int, autoanalyzed_ago: float | None, analyze: bool
+) -> None:
+    assert needs_analyze(reltuples, changed, autoanalyzed_ago) is analyze
 
 
 @pytest.mark.parametrize("state", ["failed", "cancelled"])  # rare states: none here

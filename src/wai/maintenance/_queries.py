@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+import psycopg
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
@@ -79,18 +80,33 @@ async def runtime_instance_delete_stale(
     return [r[0] for r in await cur.fetchall()]
 
 
-async def jobs_table_stats(conn: AsyncConnection[Any], schema: str) -> tuple[float, int]:
-    """(reltuples, rows changed since the last analyze) of the jobs table."""
+async def jobs_table_stats(
+    conn: AsyncConnection[Any], schema: str
+) -> tuple[float, int, float | None]:
+    """(reltuples, rows changed since the last analyze, seconds since autovacuum last
+    analyzed it or None) of the jobs table."""
     cur = await conn.execute(
         query("jobs_table_stats", schema), {"table": f'"{validate_schema(schema)}".jobs'}
     )
     row = await cur.fetchone()
-    return (float(row[0]), int(row[1])) if row else (-1.0, 0)
+    if row is None:
+        return (-1.0, 0, None)
+    return (float(row[0]), int(row[1]), None if row[2] is None else float(row[2]))
 
 
-async def jobs_table_analyze(conn: AsyncConnection[Any], schema: str) -> None:
-    """ANALYZE the jobs table."""
-    await conn.execute(query("jobs_table_analyze", schema))
+async def jobs_table_analyze(conn: AsyncConnection[Any], schema: str, *, lock_wait: float) -> bool:
+    """ANALYZE the jobs table unless another session holds it (a vacuum, an analyze) for
+    more than ``lock_wait`` seconds; whether it ran."""
+    try:
+        async with conn.transaction():
+            await conn.execute(
+                query("lock_wait_local", schema),
+                {"timeout": f"{max(1, round(lock_wait * 1000))}ms"},
+            )
+            await conn.execute(query("jobs_table_analyze", schema))
+    except psycopg.errors.LockNotAvailable:
+        return False
+    return True
 
 
 async def job_delete_finalized(

@@ -254,12 +254,19 @@ aged AS (
 SELECT queue, count(*) AS aged FROM aged GROUP BY queue;
 
 -- name: jobs_table_stats :one
--- What the planner last learned of the jobs table (reltuples, -1 if never analyzed) and how
--- many rows changed since (the statistics views' count, kept by the server).
-SELECT c.reltuples::float8, coalesce(s.n_mod_since_analyze, 0)::bigint
+-- What the planner last learned of the jobs table (reltuples, -1 if never analyzed), how
+-- many rows changed since (the statistics views' count, kept by the server), and how many
+-- seconds ago autovacuum last analyzed it (NULL: never, as where autovacuum is off).
+SELECT c.reltuples::float8, coalesce(s.n_mod_since_analyze, 0)::bigint,
+       extract(epoch FROM now() - s.last_autoanalyze)::float8
 FROM pg_class AS c
 LEFT JOIN pg_stat_user_tables AS s ON s.relid = c.oid
 WHERE c.oid = to_regclass(%(table)s);
+
+-- name: lock_wait_local :exec
+-- Bound this transaction's waits for a lock (lock_timeout, SET LOCAL): past it, the
+-- statement fails with lock_not_available.
+SELECT set_config('lock_timeout', %(timeout)s, true);
 
 -- name: jobs_table_analyze :exec
 -- Refresh the jobs table's statistics; cached plans of statements on it are made again.
