@@ -106,7 +106,11 @@ async def _run_stale_attempt(
             # the next heartbeat (every 0.2 s) finds the attempt stale
             runtime = client._runtime  # pyright: ignore[reportPrivateUsage]
             assert runtime is not None
-            (state,) = runtime.attempts.values()
+            # the row is running once the claim commits; the worker holds the attempt once
+            # the claim's rows are back, a moment later on a busy machine
+            (state,) = await wait_for(
+                lambda: list(runtime.attempts.values()), 5, what="the worker to hold the attempt"
+            )
             await wait_for(state.cancelled.is_set, 2, what="the heartbeat to flag the attempt")
             gate.set()
             await wait_for(lambda: observed, 3, what="the handler to finish")
