@@ -69,7 +69,7 @@ class Analyzer(PeriodicService):
     doing so as the table grows until new statistics invalidate it. Autovacuum's
     analyze normally provides them; on a server where it is off or far behind, this
     service does, every ``interval`` seconds at most (see :func:`needs_analyze`),
-    never waiting behind a vacuum of the table (:data:`LOCK_WAIT`). A role that may
+    waiting at most :data:`LOCK_WAIT` behind a vacuum of the table. A role that may
     not analyze the table is told once, in the log.
     """
 
