@@ -51,8 +51,7 @@ def test_sustained_bench_smoke(database_url: str, tmp_path: Path) -> None:
     for r in picked:  # the pickup's parts, each at most the whole's largest
         for part in ("insert", "wait", "start"):
             assert 0 <= float(r[f"{part}_part_p99_ms"]) <= float(r["pickup_max_ms"]) + 1
-        assert float(r["worker_loop_lag_max_ms"]) >= 0  # the loop watcher ran
-        assert int(r["worker_loop_stalls"]) >= 0
+        assert float(r["worker_loop_lag_max_ms"]) >= 0  # the loop watcher ran (NaN if not)
 
     doc = json.loads((out / "series.json").read_text())
     assert [p["phase"] for p in doc["summary"]["phases"]] == [
