@@ -39,6 +39,7 @@ from wai_jobs import Chained, Done, Noop, Ping
 from windows import Windows
 
 import wai
+from wai.worker._heap import freeze_startup_heap
 
 
 def record_pickup(windows: Windows, job: wai.Job[Any], t: float) -> None:
@@ -164,6 +165,7 @@ async def main() -> None:
     await client.pool.wait()  # connected (min_size connections), nothing started
     async with client._connection() as conn:
         await conn.execute("SELECT 1")
+    freeze_startup_heap()  # as `wai worker` does once connected
     emit("READY")
     if await read_line() != "GO":
         raise SystemExit("expected GO")

@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import contextlib
 import importlib
+import logging
 import os
 import socket
 import sys
@@ -24,11 +25,14 @@ from wai.cli._common import UsageError, err, int_in, logging_options, subparser
 from wai.cli.serve import listen_on
 from wai.client import AsyncClient, Client
 from wai.errors import SchemaNotMigrated
+from wai.worker._heap import freeze_startup_heap
 
 if TYPE_CHECKING:
     from wai.cli._common import SubParsers
 
 __all__ = ["add_commands", "add_worker_options", "run_worker", "worker_option_argv"]
+
+logger = logging.getLogger("wai.worker")
 
 _TIMINGS = (
     ("poll_interval", "how often an idle queue is polled without a NOTIFY"),
@@ -336,6 +340,9 @@ async def _run_worker(
     async with client:
         await client.check_schema()  # says to run `wai migrate` when the schema is behind
         err(banner, "")
+        # This process is the worker's: its imports and connections stay for good.
+        frozen = freeze_startup_heap()
+        logger.debug("froze %d objects of the startup heap (gc.freeze)", frozen)
         if probes is None:
             await client.run(queues, **runtime)
             return
