@@ -14,7 +14,7 @@ def freeze_startup_heap() -> int:
     A busy worker allocates fast, so the collector's full passes come every few seconds,
     and each walks the whole heap: the application, its libraries and wai, objects that
     live as long as the process. Such a pass stops the event loop, and every job waiting
-    for its turn waits on it too (20-45 ms a pass on a small machine, ``bench/RESULTS.md``).
+    for its turn waits on it too (20-58 ms a pass on a 2-core machine, ``bench/RESULTS.md``).
     Frozen, those objects are skipped and a pass walks only what was allocated since.
 
     Frozen objects are never collected as cyclic garbage (reference counting still frees
