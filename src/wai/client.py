@@ -85,7 +85,8 @@ class AsyncClient(AsyncClientBase):
         ``heartbeat_interval``, ``heartbeat_staleness``, ``rescue_interval``,
         ``promote_interval``, ``election_interval``, ``record_interval``,
         ``cleanup_interval``, ``aging_interval``, ``cron_interval``,
-        ``analyze_interval``, ``depth_interval``, ``throughput_interval``, and the
+        ``analyze_interval``, ``reindex_interval``, ``depth_interval``,
+        ``throughput_interval``, and the
         retention defaults ``completed_retention``, ``failed_retention``,
         ``cancelled_retention``, ``outbox_retention`` (orphaned outbox rows
         only), ``dlq_retention``, and ``outbox_max_attempts`` (failed dispatches

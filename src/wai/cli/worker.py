@@ -46,6 +46,7 @@ _TIMINGS = (
     ("cleanup_interval", "how often the leader deletes expired terminal jobs"),
     ("aging_interval", "how often the leader applies priority aging"),
     ("analyze_interval", "how often the leader checks whether the jobs table needs ANALYZE"),
+    ("reindex_interval", "how often the leader checks the jobs table's indexes for bloat"),
     ("depth_interval", "how often the leader samples queue depths for the dashboard"),
     ("throughput_interval", "how often the process writes its per-minute outcome counts"),
     ("completed_retention", "how long completed jobs are kept (default 1 day)"),

@@ -1,5 +1,5 @@
 """Leader-elected maintenance: promotion, rescue, cleanup, aging, cron, statistics, records,
-depth samples."""
+depth samples, index rebuilds."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from wai.maintenance.depth import DepthResult, DepthSampler
 from wai.maintenance.outbox import OutboxSweeper, SweepResult
 from wai.maintenance.promoter import Promoter, PromoterResult
 from wai.maintenance.reaper import InstanceReaper, InstanceReaperResult
+from wai.maintenance.reindexer import Reindexer, ReindexerResult
 from wai.maintenance.rescuer import Rescuer, RescuerResult
 
 __all__ = [
@@ -33,6 +34,8 @@ __all__ = [
     "PeriodicService",
     "Promoter",
     "PromoterResult",
+    "Reindexer",
+    "ReindexerResult",
     "Rescuer",
     "RescuerResult",
     "SweepResult",

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, sql
 from psycopg.types.json import Jsonb
 
 from wai._db_async import channel
@@ -25,10 +25,14 @@ __all__ = [
     "job_age_priority",
     "job_delete_finalized",
     "job_promote_due",
+    "jobs_index_drop",
+    "jobs_index_rebuild",
+    "jobs_index_sizes",
     "jobs_table_analyze",
     "jobs_table_stats",
     "leader_attempt_elect",
     "leader_resign",
+    "oldest_transaction_age",
     "outbox_delete_expired",
     "runtime_instance_delete_stale",
     "throughput_add",
@@ -107,6 +111,62 @@ async def jobs_table_analyze(conn: AsyncConnection[Any], schema: str, *, lock_wa
     except psycopg.errors.LockNotAvailable:
         return False
     return True
+
+
+async def jobs_index_sizes(
+    conn: AsyncConnection[Any], schema: str
+) -> list[tuple[str, bool, int, float, float]]:
+    """Per index of the jobs table: (name, valid, bytes, entries at the last vacuum or
+    analyze, estimated bytes an entry takes)."""
+    cur = await conn.execute(
+        query("jobs_index_sizes", schema), {"table": f'"{validate_schema(schema)}".jobs'}
+    )
+    return [
+        (str(r[0]), bool(r[1]), int(r[2]), float(r[3]), float(r[4])) for r in await cur.fetchall()
+    ]
+
+
+async def oldest_transaction_age(conn: AsyncConnection[Any], schema: str) -> float:
+    """Seconds since the oldest transaction of this database holding a snapshot began
+    (other sessions than this one, as far as this role may see them; 0: none)."""
+    cur = await conn.execute(query("oldest_transaction_age", schema))
+    row = await cur.fetchone()
+    return 0.0 if row is None else float(row[0])
+
+
+async def _outside_transaction(
+    conn: AsyncConnection[Any], schema: str, name: str, index: str, *, lock_wait: float
+) -> None:
+    # REINDEX and DROP INDEX CONCURRENTLY refuse a transaction block: lock_timeout is set
+    # for the session and reset after, whatever happened (a broken connection is dropped
+    # by the pool). None of these statements can be prepared.
+    statement = sql.SQL(query(name, schema)).format(index=sql.Identifier(index))
+    await conn.execute(
+        query("lock_wait_session", schema),
+        {"timeout": f"{max(1, round(lock_wait * 1000))}ms"},
+        prepare=False,
+    )
+    try:
+        await conn.execute(statement, prepare=False)
+    finally:
+        await conn.execute(query("lock_wait_reset", schema), prepare=False)
+
+
+async def jobs_index_rebuild(
+    conn: AsyncConnection[Any], schema: str, index: str, *, lock_wait: float
+) -> None:
+    """``REINDEX INDEX CONCURRENTLY`` an index of the jobs table, each of its lock waits
+    bounded by ``lock_wait`` seconds (past it: ``LockNotAvailable``, and an invalid
+    ``<index>_ccnew`` may be left behind for :func:`jobs_index_drop`)."""
+    await _outside_transaction(conn, schema, "jobs_index_rebuild", index, lock_wait=lock_wait)
+
+
+async def jobs_index_drop(
+    conn: AsyncConnection[Any], schema: str, index: str, *, lock_wait: float
+) -> None:
+    """``DROP INDEX CONCURRENTLY IF EXISTS`` an index of the jobs table, its lock waits
+    bounded by ``lock_wait`` seconds."""
+    await _outside_transaction(conn, schema, "jobs_index_drop", index, lock_wait=lock_wait)
 
 
 async def job_delete_finalized(

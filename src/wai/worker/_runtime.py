@@ -34,6 +34,7 @@ from wai.maintenance import (
     OutboxSweeper,
     PeriodicService,
     Promoter,
+    Reindexer,
     Rescuer,
     new_instance_id,
 )
@@ -338,6 +339,9 @@ class Runtime:
                 pace=self._pace(),
             ),
             Analyzer(self.client.pool, self.client.schema, interval=self.settings.analyze_interval),
+            Reindexer(
+                self.client.pool, self.client.schema, interval=self.settings.reindex_interval
+            ),
             DepthSampler(
                 self.client.pool, self.client.schema, interval=self.settings.depth_interval
             ),

@@ -52,10 +52,13 @@ class RuntimeSettings:
     queue sets its own. *cron_interval*: how often the leader fires due periodic
     schedules. *analyze_interval*: how often the leader checks whether the jobs
     table changed enough since its last ANALYZE to need another (see
-    :class:`wai.maintenance.Analyzer`). *depth_interval*: how often the leader
-    samples every queue's depth and lag for the dashboard's charts (see
-    :class:`wai.maintenance.DepthSampler`). *throughput_interval*: how often the
-    process adds its per-minute outcome counts to the ``throughput`` table.
+    :class:`wai.maintenance.Analyzer`). *reindex_interval*: how often the leader
+    looks for an index of the jobs table that a long-held snapshot left far larger than
+    its entries, and rebuilds it (see :class:`wai.maintenance.Reindexer`).
+    *depth_interval*: how often the leader samples every queue's depth and lag for
+    the dashboard's charts (see :class:`wai.maintenance.DepthSampler`).
+    *throughput_interval*: how often the process adds its per-minute outcome counts
+    to the ``throughput`` table.
     *metrics_interval*: how often the process reads the database's figures for its
     gauges (queue depth and lag, outbox, dead letters), while an exporter reads wai's
     metrics (see docs/observability.md).
@@ -89,6 +92,7 @@ class RuntimeSettings:
     dlq_retention: float = 30 * 24 * 3600.0
     cron_interval: float = 1.0
     analyze_interval: float = 30.0
+    reindex_interval: float = 60.0
     depth_interval: float = 15.0
     throughput_interval: float = 5.0
     metrics_interval: float = 15.0
@@ -113,6 +117,7 @@ class RuntimeSettings:
             "dlq_retention",
             "cron_interval",
             "analyze_interval",
+            "reindex_interval",
             "depth_interval",
             "throughput_interval",
             "metrics_interval",

@@ -272,6 +272,56 @@ SELECT set_config('lock_timeout', %(timeout)s, true);
 -- Refresh the jobs table's statistics; cached plans of statements on it are made again.
 ANALYZE {schema}.jobs;
 
+-- name: jobs_index_sizes :many
+-- Every index of the jobs table: its name, whether it is valid, its size in bytes, the
+-- entries it held at the last vacuum or analyze (reltuples), and the bytes one entry takes
+-- about (the key columns' average width from pg_stats, 8 where unknown, plus the tuple
+-- header and line pointer).
+SELECT i.relname::text,
+       x.indisvalid,
+       pg_relation_size(i.oid)::bigint,
+       greatest(i.reltuples, 0)::float8,
+       16 + coalesce((
+           SELECT sum(coalesce(s.avg_width, 8))
+           FROM unnest(x.indkey::int2[]) AS k(attnum)
+           JOIN pg_attribute AS a ON a.attrelid = x.indrelid AND a.attnum = k.attnum
+           LEFT JOIN pg_stats AS s
+               ON s.schemaname = n.nspname AND s.tablename = t.relname AND s.attname = a.attname
+       ), 8)::float8
+FROM pg_index AS x
+JOIN pg_class AS i ON i.oid = x.indexrelid
+JOIN pg_class AS t ON t.oid = x.indrelid
+JOIN pg_namespace AS n ON n.oid = t.relnamespace
+WHERE x.indrelid = to_regclass(%(table)s)
+ORDER BY i.relname;
+
+-- name: oldest_transaction_age :one
+-- Seconds since the oldest transaction of this database that holds a snapshot began
+-- (0: none visible). Another role's sessions show only with pg_read_all_stats.
+SELECT coalesce(extract(epoch FROM now() - min(xact_start)), 0)::float8
+FROM pg_stat_activity
+WHERE datid = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND pid <> pg_backend_pid()
+  AND backend_xmin IS NOT NULL
+  AND xact_start IS NOT NULL;
+
+-- name: lock_wait_session :exec
+-- Bound this session's waits for a lock (lock_timeout), for a statement that cannot run
+-- in a transaction block; reset it afterwards (lock_wait_reset).
+SELECT set_config('lock_timeout', %(timeout)s, false);
+
+-- name: lock_wait_reset :exec
+RESET lock_timeout;
+
+-- name: jobs_index_rebuild :exec
+-- Build an index of the jobs table again, next to the old one, and swap them: writes go on
+-- meanwhile. {index} is the index's name, quoted by the caller.
+REINDEX INDEX CONCURRENTLY {schema}.{index};
+
+-- name: jobs_index_drop :exec
+-- Drop an index of the jobs table without blocking writes ({index}: quoted by the caller).
+DROP INDEX CONCURRENTLY IF EXISTS {schema}.{index};
+
 -- name: followup_specs_upsert :exec
 -- Record the (kind, outcome) pairs a starting runtime holds follow-up specs for.
 INSERT INTO {schema}.followup_specs AS f (kind, outcome)

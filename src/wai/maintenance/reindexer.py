@@ -1,0 +1,188 @@
+"""Index space given back after a long-held snapshot: bloated indexes of the jobs table rebuilt."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+
+from wai.maintenance import _queries as maintenance_db
+from wai.maintenance._service import PeriodicService
+
+__all__ = ["Reindexer", "ReindexerResult", "expected_bytes", "needs_rebuild"]
+
+logger = logging.getLogger("wai.maintenance")
+
+#: An index smaller than this (bytes) is never rebuilt, however empty: a rebuild scans the
+#: whole table, which is not worth a few megabytes.
+MIN_BYTES = 32 * 1024 * 1024
+#: How many times its expected size an index must be before it is rebuilt.
+BLOAT_FACTOR = 4.0
+#: The share of its pages' space a btree's entries fill, for the expected size: half,
+#: where a freshly built one fills nine tenths, so that ordinary churn never looks bloated.
+FILL = 0.5
+#: The shortest time between two rebuilds of one index (seconds): an index whose working
+#: size is large by nature is rebuilt at most this often.
+SPACING = 1800.0
+#: Seconds: while a transaction of the database is older than this, nothing is rebuilt (a
+#: rebuild waits for every snapshot older than itself, and vacuum has not removed what
+#: such a snapshot still sees, so the new index would hold it too).
+OLD_TRANSACTION = 60.0
+#: Seconds each lock wait of a rebuild or drop may take before it gives up.
+LOCK_WAIT = 5.0
+#: What REINDEX CONCURRENTLY names the index it builds, and the old one before it drops
+#: it; an interrupted rebuild leaves them behind, invalid.
+_LEFTOVER = re.compile(r"_cc(?:new|old)[0-9]*$")
+
+
+def expected_bytes(entries: float, entry_bytes: float) -> float:
+    """The size an index of ``entries`` entries of about ``entry_bytes`` each may reach
+    in ordinary use: its pages counted half full (:data:`FILL`), plus its metapage and
+    root (pure)."""
+    return 2 * 8192 + max(entries, 0.0) * entry_bytes / FILL
+
+
+def needs_rebuild(
+    size: int, entries: float, entry_bytes: float, *, min_bytes: int = MIN_BYTES
+) -> bool:
+    """Whether an index of ``size`` bytes holding ``entries`` entries (reltuples, as the
+    last vacuum or analyze counted them) of about ``entry_bytes`` each should be rebuilt
+    to give its space back: at least ``min_bytes`` and :data:`BLOAT_FACTOR` times its
+    expected size (pure).
+
+    While a snapshot is held, vacuum removes no entry and counts every one it keeps, so the
+    index does not look bloated then; once it is released and vacuumed, its entries are
+    the live ones again, and the pages the snapshot made it grow are empty but still its.
+    """
+    return size >= min_bytes and size > BLOAT_FACTOR * expected_bytes(entries, entry_bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class ReindexerResult:
+    """One pass: the index rebuilt (if any) with its size before and after, the leftovers
+    of interrupted rebuilds dropped, and why nothing was rebuilt when something could have
+    been (``"old transaction"``, ``"lock wait"``, ``"spaced"``; None otherwise)."""
+
+    rebuilt: str | None = None
+    before: int = 0
+    after: int = 0
+    dropped: list[str] = field(default_factory=list[str])
+    skipped: str | None = None
+
+
+class Reindexer(PeriodicService):
+    """Rebuilds an index of the jobs table that holds far more pages than entries.
+
+    The known way a held snapshot hurts a Postgres queue outlasts it: vacuum can remove
+    nothing while it is held, every job leaves several index entries, and the indexes grow
+    to hold them all. Once it is released vacuum empties those pages, but a btree never
+    gives pages back to the file system: the indexes stay at the size the snapshot made
+    them, for good. Every ``interval`` seconds the leader looks at the indexes' sizes and,
+    for the one furthest past :func:`needs_rebuild`, runs ``REINDEX INDEX CONCURRENTLY``
+    (writes go on meanwhile; the table is scanned twice), one index a pass, each at most
+    once every :data:`SPACING` seconds, never while a transaction older than
+    :data:`OLD_TRANSACTION` is open in the database, each lock wait bounded by
+    :data:`LOCK_WAIT`. An interrupted rebuild leaves an invalid ``<index>_ccnew`` (or
+    ``_ccold``) index behind, which the next pass drops. A role that may not rebuild the
+    indexes (it does not own the table) is told once, in the log.
+    """
+
+    def __init__(
+        self,
+        pool: AsyncConnectionPool[AsyncConnection[Any]],
+        schema: str,
+        *,
+        interval: float,
+        min_bytes: int = MIN_BYTES,
+        old_transaction: float = OLD_TRANSACTION,
+        spacing: float = SPACING,
+        lock_wait: float = LOCK_WAIT,
+    ) -> None:
+        super().__init__(pool, schema, interval=interval)
+        self._min_bytes = min_bytes
+        self._old_transaction = old_transaction
+        self._spacing = spacing
+        self._lock_wait = lock_wait
+        self._rebuilt_at: dict[str, float] = {}
+        self._refused = False
+
+    async def run_once(self) -> ReindexerResult:
+        """Drop the leftovers of interrupted rebuilds, then rebuild the most bloated index."""
+        if self._refused:
+            return ReindexerResult()
+        try:
+            return await self._pass()
+        except psycopg.errors.InsufficientPrivilege as exc:
+            self._refused = True
+            logger.warning(
+                "wai: cannot rebuild the indexes of %s.jobs (%s); their space after a "
+                "long-held snapshot is left to an operator's REINDEX",
+                self._schema,
+                exc,
+            )
+            return ReindexerResult()
+
+    async def _pass(self) -> ReindexerResult:
+        async with self._pool.connection() as conn:
+            indexes = await maintenance_db.jobs_index_sizes(conn, self._schema)
+            dropped: list[str] = []
+            for name, valid, _, _, _ in indexes:
+                if not valid and _LEFTOVER.search(name):
+                    try:
+                        await maintenance_db.jobs_index_drop(
+                            conn, self._schema, name, lock_wait=self._lock_wait
+                        )
+                    except psycopg.errors.LockNotAvailable:
+                        continue
+                    dropped.append(name)
+            now = time.monotonic()
+            candidates = [
+                (size - expected_bytes(entries, width), name, size)
+                for name, valid, size, entries, width in indexes
+                if valid and needs_rebuild(size, entries, width, min_bytes=self._min_bytes)
+            ]
+            if not candidates:
+                return ReindexerResult(dropped=dropped)
+            due = [
+                c
+                for c in candidates
+                if now - self._rebuilt_at.get(c[1], -self._spacing) >= self._spacing
+            ]
+            if not due:
+                return ReindexerResult(dropped=dropped, skipped="spaced")
+            if await maintenance_db.oldest_transaction_age(conn, self._schema) > (
+                self._old_transaction
+            ):
+                return ReindexerResult(dropped=dropped, skipped="old transaction")
+            _, name, before = max(due)
+            self._rebuilt_at[name] = now
+            began = time.monotonic()
+            try:
+                await maintenance_db.jobs_index_rebuild(
+                    conn, self._schema, name, lock_wait=self._lock_wait
+                )
+            except psycopg.errors.LockNotAvailable:
+                return ReindexerResult(dropped=dropped, skipped="lock wait")
+            after = next(
+                (
+                    s
+                    for n, _, s, _, _ in await maintenance_db.jobs_index_sizes(conn, self._schema)
+                    if n == name
+                ),
+                0,
+            )
+        logger.info(
+            "wai: rebuilt index %s.%s in %.1f s: %.1f MiB -> %.1f MiB",
+            self._schema,
+            name,
+            time.monotonic() - began,
+            before / 2**20,
+            after / 2**20,
+        )
+        return ReindexerResult(rebuilt=name, before=before, after=after, dropped=dropped)
