@@ -50,7 +50,9 @@ async def test_bloated_indexes_are_rebuilt_one_a_pass_and_the_queue_still_works(
     reindexer = Reindexer(aclient.pool, aclient.schema, interval=60, min_bytes=MIN_BYTES)
 
     first = await reindexer.run_once()
+    assert reindexer.next_wait() == 1.0  # another index waits: the next pass comes soon
     second = await reindexer.run_once()
+    assert reindexer.next_wait() == 60  # none left
     third = await reindexer.run_once()
 
     # the primary key and the ready index held 20,000 entries; 100 are left

@@ -36,6 +36,8 @@ SPACING = 1800.0
 OLD_TRANSACTION = 60.0
 #: Seconds each lock wait of a rebuild or drop may take before it gives up.
 LOCK_WAIT = 5.0
+#: Seconds from a rebuild to the next pass while more indexes wait for one.
+NEXT_SOON = 1.0
 #: What REINDEX CONCURRENTLY names the index it builds, and the old one before it drops
 #: it; an interrupted rebuild leaves them behind, invalid.
 _LEFTOVER = re.compile(r"_cc(?:new|old)[0-9]*$")
@@ -86,7 +88,8 @@ class Reindexer(PeriodicService):
     them, for good. Every ``interval`` seconds the leader looks at the indexes' sizes and,
     for the one furthest past :func:`needs_rebuild`, runs ``REINDEX INDEX CONCURRENTLY``
     (writes go on meanwhile; the table is scanned twice), one index a pass, each at most
-    once every :data:`SPACING` seconds, never while a transaction older than
+    once every :data:`SPACING` seconds (the next pass comes :data:`NEXT_SOON` after a
+    rebuild while others wait for theirs), never while a transaction older than
     :data:`OLD_TRANSACTION` is open in the database, each lock wait bounded by
     :data:`LOCK_WAIT`. An interrupted rebuild leaves an invalid ``<index>_ccnew`` (or
     ``_ccold``) index behind, which the next pass drops. A role that may not rebuild the
@@ -111,6 +114,12 @@ class Reindexer(PeriodicService):
         self._lock_wait = lock_wait
         self._rebuilt_at: dict[str, float] = {}
         self._refused = False
+        self._next_wait = interval
+
+    def next_wait(self) -> float:
+        """Seconds from the end of a pass to the next: :data:`NEXT_SOON` after a rebuild
+        that left another index waiting for one, else ``interval``."""
+        return self._next_wait
 
     async def run_once(self) -> ReindexerResult:
         """Drop the leftovers of interrupted rebuilds, then rebuild the most bloated index."""
@@ -129,6 +138,7 @@ class Reindexer(PeriodicService):
             return ReindexerResult()
 
     async def _pass(self) -> ReindexerResult:
+        self._next_wait = self.interval
         async with self._pool.connection() as conn:
             indexes = await maintenance_db.jobs_index_sizes(conn, self._schema)
             dropped: list[str] = []
@@ -169,6 +179,8 @@ class Reindexer(PeriodicService):
                 )
             except psycopg.errors.LockNotAvailable:
                 return ReindexerResult(dropped=dropped, skipped="lock wait")
+            if len(due) > 1:
+                self._next_wait = min(NEXT_SOON, self.interval)
             after = next(
                 (
                     s
