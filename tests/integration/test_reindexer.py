@@ -4,6 +4,7 @@ interrupted rebuilds dropped, nothing rebuilt behind an old transaction or a hel
 from __future__ import annotations
 
 import asyncio
+import socket
 from typing import Any
 
 import psycopg
@@ -13,6 +14,7 @@ from psycopg import sql
 import wai
 from tests.integration._helpers import Work
 from wai.maintenance import Reindexer
+from wai.maintenance import _queries as maintenance_db
 from wai.maintenance.reindexer import BLOAT_FACTOR, expected_bytes, needs_rebuild
 
 #: Small enough for the few thousand rows a test writes (the default is 32 MiB).
@@ -191,6 +193,44 @@ async def test_a_role_that_may_not_rebuild_is_told_once(
     assert second.rebuilt is None
     told = [r for r in caplog.records if "cannot rebuild the indexes" in r.getMessage()]
     assert len(told) == 1
+
+
+async def test_a_session_that_cannot_be_opened_skips_the_pass_and_is_told_once(
+    aclient: wai.AsyncClient, sclient: wai.Client, database_url: str, caplog: Any
+) -> None:
+    _bloat(sclient, database_url)
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    reindexer = Reindexer(
+        aclient.pool,
+        aclient.schema,
+        interval=60,
+        min_bytes=MIN_BYTES,
+        url=f"postgresql://postgres@127.0.0.1:{port}/postgres?connect_timeout=2",
+    )
+    caplog.set_level("WARNING", logger="wai.maintenance")
+    first = await reindexer.run_once()
+    second = await reindexer.run_once()
+    assert first.skipped == second.skipped == "no session"
+    told = [r for r in caplog.records if "cannot open a session" in r.getMessage()]
+    assert len(told) == 1
+
+
+async def test_only_btree_indexes_on_plain_columns_are_weighed(
+    aclient: wai.AsyncClient, sclient: wai.Client
+) -> None:
+    """A GIN or an expression index takes another size per entry than a btree's."""
+    table = sql.Identifier(sclient.schema, "jobs")
+    with sclient._connection() as conn:
+        conn.execute(sql.SQL("CREATE INDEX mine_gin ON {} USING gin (metadata)").format(table))
+        conn.execute(sql.SQL("CREATE INDEX mine_expr ON {} ((lower(kind)))").format(table))
+        conn.execute(sql.SQL("CREATE INDEX mine_btree ON {} (kind, created_at)").format(table))
+    async with aclient.pool.connection() as conn:
+        weighed = {row[0] for row in await maintenance_db.jobs_index_sizes(conn, aclient.schema)}
+    assert "mine_btree" in weighed
+    assert "jobs_pkey" in weighed
+    assert not weighed & {"mine_gin", "mine_expr"}
 
 
 @pytest.mark.parametrize(

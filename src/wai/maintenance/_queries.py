@@ -134,39 +134,18 @@ async def oldest_transaction_age(conn: AsyncConnection[Any], schema: str) -> flo
     return 0.0 if row is None else float(row[0])
 
 
-async def _outside_transaction(
-    conn: AsyncConnection[Any], schema: str, name: str, index: str, *, lock_wait: float
-) -> None:
-    # REINDEX and DROP INDEX CONCURRENTLY refuse a transaction block: lock_timeout is set
-    # for the session and reset after, whatever happened (a broken connection is dropped
-    # by the pool). None of these statements can be prepared.
-    statement = sql.SQL(query(name, schema)).format(index=sql.Identifier(index))
-    await conn.execute(
-        query("lock_wait_session", schema),
-        {"timeout": f"{max(1, round(lock_wait * 1000))}ms"},
-        prepare=False,
-    )
-    try:
-        await conn.execute(statement, prepare=False)
-    finally:
-        await conn.execute(query("lock_wait_reset", schema), prepare=False)
+async def jobs_index_rebuild(conn: AsyncConnection[Any], schema: str, index: str) -> None:
+    """``REINDEX INDEX CONCURRENTLY`` an index of the jobs table (on an autocommit
+    connection: it refuses a transaction block; an interrupted one leaves an invalid
+    ``<index>_ccnew`` behind for :func:`jobs_index_drop`)."""
+    statement = sql.SQL(query("jobs_index_rebuild", schema)).format(index=sql.Identifier(index))
+    await conn.execute(statement, prepare=False)
 
 
-async def jobs_index_rebuild(
-    conn: AsyncConnection[Any], schema: str, index: str, *, lock_wait: float
-) -> None:
-    """``REINDEX INDEX CONCURRENTLY`` an index of the jobs table, each of its lock waits
-    bounded by ``lock_wait`` seconds (past it: ``LockNotAvailable``, and an invalid
-    ``<index>_ccnew`` may be left behind for :func:`jobs_index_drop`)."""
-    await _outside_transaction(conn, schema, "jobs_index_rebuild", index, lock_wait=lock_wait)
-
-
-async def jobs_index_drop(
-    conn: AsyncConnection[Any], schema: str, index: str, *, lock_wait: float
-) -> None:
-    """``DROP INDEX CONCURRENTLY IF EXISTS`` an index of the jobs table, its lock waits
-    bounded by ``lock_wait`` seconds."""
-    await _outside_transaction(conn, schema, "jobs_index_drop", index, lock_wait=lock_wait)
+async def jobs_index_drop(conn: AsyncConnection[Any], schema: str, index: str) -> None:
+    """``DROP INDEX CONCURRENTLY IF EXISTS`` an index of the jobs table (autocommit)."""
+    statement = sql.SQL(query("jobs_index_drop", schema)).format(index=sql.Identifier(index))
+    await conn.execute(statement, prepare=False)
 
 
 async def job_delete_finalized(

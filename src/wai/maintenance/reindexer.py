@@ -10,6 +10,7 @@ from typing import Any
 
 import psycopg
 from psycopg import AsyncConnection
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import AsyncConnectionPool
 
 from wai.maintenance import _queries as maintenance_db
@@ -69,7 +70,8 @@ def needs_rebuild(
 class ReindexerResult:
     """One pass: the index rebuilt (if any) with its size before and after, the leftovers
     of interrupted rebuilds dropped, and why nothing was rebuilt when something could have
-    been (``"old transaction"``, ``"lock wait"``, ``"spaced"``; None otherwise)."""
+    been (``"old transaction"``, ``"lock wait"``, ``"spaced"``, ``"no session"``; None
+    otherwise)."""
 
     rebuilt: str | None = None
     before: int = 0
@@ -94,6 +96,11 @@ class Reindexer(PeriodicService):
     :data:`LOCK_WAIT`. An interrupted rebuild leaves an invalid ``<index>_ccnew`` (or
     ``_ccold``) index behind, which the next pass drops. A role that may not rebuild the
     indexes (it does not own the table) is told once, in the log.
+
+    Rebuilds and drops run on a connection of their own, to ``url`` (the runtime's
+    ``listen_url``: a session, not a transaction-mode pooler), opened for the pass with
+    ``lock_timeout`` in its startup options and closed after it, so that no setting
+    outlives it and no pooled connection is held for the length of a rebuild.
     """
 
     def __init__(
@@ -106,8 +113,11 @@ class Reindexer(PeriodicService):
         old_transaction: float = OLD_TRANSACTION,
         spacing: float = SPACING,
         lock_wait: float = LOCK_WAIT,
+        url: str | None = None,
     ) -> None:
         super().__init__(pool, schema, interval=interval)
+        self._url = url if url is not None else str(pool.conninfo)
+        self._unreachable = False
         self._min_bytes = min_bytes
         self._old_transaction = old_transaction
         self._spacing = spacing
@@ -137,63 +147,86 @@ class Reindexer(PeriodicService):
             )
             return ReindexerResult()
 
+    async def _session(self) -> AsyncConnection[Any] | None:
+        """A connection of the pass's own, its lock waits bounded; None when it cannot
+        be opened (said in the log at WARNING the first time, at DEBUG after)."""
+        params = conninfo_to_dict(self._url)
+        bound = f"-c lock_timeout={max(1, round(self._lock_wait * 1000))}"
+        options = params.get("options")
+        params["options"] = f"{options} {bound}" if options else bound
+        try:
+            return await AsyncConnection.connect(make_conninfo("", **params), autocommit=True)
+        except psycopg.OperationalError as exc:
+            level = logging.DEBUG if self._unreachable else logging.WARNING
+            self._unreachable = True
+            logger.log(
+                level,
+                "wai: cannot open a session to rebuild the indexes of %s.jobs (%s); "
+                "tried again at the next pass",
+                self._schema,
+                exc,
+            )
+            return None
+
     async def _pass(self) -> ReindexerResult:
         self._next_wait = self.interval
         async with self._pool.connection() as conn:
             indexes = await maintenance_db.jobs_index_sizes(conn, self._schema)
+        leftovers = [n for n, valid, _, _, _ in indexes if not valid and _LEFTOVER.search(n)]
+        now = time.monotonic()
+        candidates = [
+            (size - expected_bytes(entries, width), name, size)
+            for name, valid, size, entries, width in indexes
+            if valid and needs_rebuild(size, entries, width, min_bytes=self._min_bytes)
+        ]
+        due = [
+            c
+            for c in candidates
+            if now - self._rebuilt_at.get(c[1], -self._spacing) >= self._spacing
+        ]
+        if not leftovers and not due:
+            return ReindexerResult(skipped="spaced" if candidates else None)
+        session = await self._session()
+        if session is None:
+            return ReindexerResult(skipped="no session")
+        async with session:
             dropped: list[str] = []
-            for name, valid, _, _, _ in indexes:
-                if not valid and _LEFTOVER.search(name):
-                    try:
-                        await maintenance_db.jobs_index_drop(
-                            conn, self._schema, name, lock_wait=self._lock_wait
-                        )
-                    except psycopg.errors.LockNotAvailable:
-                        continue
-                    dropped.append(name)
-            now = time.monotonic()
-            candidates = [
-                (size - expected_bytes(entries, width), name, size)
-                for name, valid, size, entries, width in indexes
-                if valid and needs_rebuild(size, entries, width, min_bytes=self._min_bytes)
-            ]
-            if not candidates:
-                return ReindexerResult(dropped=dropped)
-            due = [
-                c
-                for c in candidates
-                if now - self._rebuilt_at.get(c[1], -self._spacing) >= self._spacing
-            ]
+            for name in leftovers:
+                try:
+                    await maintenance_db.jobs_index_drop(session, self._schema, name)
+                except psycopg.errors.LockNotAvailable:
+                    continue
+                dropped.append(name)
             if not due:
-                return ReindexerResult(dropped=dropped, skipped="spaced")
-            if await maintenance_db.oldest_transaction_age(conn, self._schema) > (
-                self._old_transaction
-            ):
+                return ReindexerResult(dropped=dropped, skipped="spaced" if candidates else None)
+            age = await maintenance_db.oldest_transaction_age(session, self._schema)
+            if age > self._old_transaction:
                 return ReindexerResult(dropped=dropped, skipped="old transaction")
             _, name, before = max(due)
             self._rebuilt_at[name] = now
             began = time.monotonic()
             try:
-                await maintenance_db.jobs_index_rebuild(
-                    conn, self._schema, name, lock_wait=self._lock_wait
-                )
+                await maintenance_db.jobs_index_rebuild(session, self._schema, name)
             except psycopg.errors.LockNotAvailable:
                 return ReindexerResult(dropped=dropped, skipped="lock wait")
-            if len(due) > 1:
-                self._next_wait = min(NEXT_SOON, self.interval)
+            took = time.monotonic() - began
             after = next(
                 (
-                    s
-                    for n, _, s, _, _ in await maintenance_db.jobs_index_sizes(conn, self._schema)
+                    size
+                    for n, _, size, _, _ in await maintenance_db.jobs_index_sizes(
+                        session, self._schema
+                    )
                     if n == name
                 ),
                 0,
             )
+        if len(due) > 1:
+            self._next_wait = min(NEXT_SOON, self.interval)
         logger.info(
             "wai: rebuilt index %s.%s in %.1f s: %.1f MiB -> %.1f MiB",
             self._schema,
             name,
-            time.monotonic() - began,
+            took,
             before / 2**20,
             after / 2**20,
         )

@@ -340,7 +340,10 @@ class Runtime:
             ),
             Analyzer(self.client.pool, self.client.schema, interval=self.settings.analyze_interval),
             Reindexer(
-                self.client.pool, self.client.schema, interval=self.settings.reindex_interval
+                self.client.pool,
+                self.client.schema,
+                interval=self.settings.reindex_interval,
+                url=self.client.listen_url,
             ),
             DepthSampler(
                 self.client.pool, self.client.schema, interval=self.settings.depth_interval

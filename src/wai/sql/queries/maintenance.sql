@@ -273,10 +273,11 @@ SELECT set_config('lock_timeout', %(timeout)s, true);
 ANALYZE {schema}.jobs;
 
 -- name: jobs_index_sizes :many
--- Every index of the jobs table: its name, whether it is valid, its size in bytes, the
--- entries it held at the last vacuum or analyze (reltuples), and the bytes one entry takes
--- about (the key columns' average width from pg_stats, 8 where unknown, plus the tuple
--- header and line pointer).
+-- Every btree index of the jobs table on plain columns: its name, whether it is valid,
+-- its size in bytes, the entries it held at the last vacuum or analyze (reltuples), and
+-- the bytes one entry takes about (the key columns' average width from pg_stats, 8 where
+-- unknown, plus the tuple header and line pointer). Other access methods and expression
+-- indexes are left out: their size per entry is not that.
 SELECT i.relname::text,
        x.indisvalid,
        pg_relation_size(i.oid)::bigint,
@@ -292,30 +293,25 @@ FROM pg_index AS x
 JOIN pg_class AS i ON i.oid = x.indexrelid
 JOIN pg_class AS t ON t.oid = x.indrelid
 JOIN pg_namespace AS n ON n.oid = t.relnamespace
-WHERE x.indrelid = to_regclass(%(table)s)
+JOIN pg_am AS am ON am.oid = i.relam
+WHERE x.indrelid = to_regclass(%(table)s) AND am.amname = 'btree' AND x.indexprs IS NULL
 ORDER BY i.relname;
 
 -- name: oldest_transaction_age :one
--- Seconds since the oldest transaction of this database that holds a snapshot began
--- (0: none visible). Another role's sessions show only with pg_read_all_stats.
+-- Seconds since the oldest transaction of a client of this database that holds a snapshot
+-- began (0: none visible; vacuums are not waited for). Another role's sessions show only
+-- with pg_read_all_stats.
 SELECT coalesce(extract(epoch FROM now() - min(xact_start)), 0)::float8
 FROM pg_stat_activity
 WHERE datid = (SELECT oid FROM pg_database WHERE datname = current_database())
   AND pid <> pg_backend_pid()
+  AND backend_type = 'client backend'
   AND backend_xmin IS NOT NULL
   AND xact_start IS NOT NULL;
 
--- name: lock_wait_session :exec
--- Bound this session's waits for a lock (lock_timeout), for a statement that cannot run
--- in a transaction block; reset it afterwards (lock_wait_reset).
-SELECT set_config('lock_timeout', %(timeout)s, false);
-
--- name: lock_wait_reset :exec
-RESET lock_timeout;
-
 -- name: jobs_index_rebuild :exec
 -- Build an index of the jobs table again, next to the old one, and swap them: writes go on
--- meanwhile. {index} is the index's name, quoted by the caller.
+-- meanwhile. {index} is the index's name, quoted by the caller. Not in a transaction block.
 REINDEX INDEX CONCURRENTLY {schema}.{index};
 
 -- name: jobs_index_drop :exec
