@@ -28,11 +28,11 @@ __all__ = [
     "jobs_index_drop",
     "jobs_index_rebuild",
     "jobs_index_sizes",
+    "jobs_rebuild_state",
     "jobs_table_analyze",
     "jobs_table_stats",
     "leader_attempt_elect",
     "leader_resign",
-    "oldest_transaction_age",
     "outbox_delete_expired",
     "runtime_instance_delete_stale",
     "throughput_add",
@@ -126,12 +126,18 @@ async def jobs_index_sizes(
     ]
 
 
-async def oldest_transaction_age(conn: AsyncConnection[Any], schema: str) -> float:
-    """Seconds since the oldest transaction of this database holding a snapshot began
-    (other sessions than this one, as far as this role may see them; 0: none)."""
-    cur = await conn.execute(query("oldest_transaction_age", schema))
+async def jobs_rebuild_state(
+    conn: AsyncConnection[Any], schema: str
+) -> tuple[float, float, float | None]:
+    """(seconds since the oldest transaction of this database holding a snapshot began,
+    0 if none is seen; the server's clock; when the jobs table was last vacuumed, None if
+    never), the clocks as epochs in seconds."""
+    cur = await conn.execute(
+        query("jobs_rebuild_state", schema), {"table": f'"{validate_schema(schema)}".jobs'}
+    )
     row = await cur.fetchone()
-    return 0.0 if row is None else float(row[0])
+    assert row is not None  # a SELECT without FROM returns its row
+    return float(row[0]), float(row[1]), None if row[2] is None else float(row[2])
 
 
 async def jobs_index_rebuild(conn: AsyncConnection[Any], schema: str, index: str) -> None:

@@ -59,9 +59,9 @@ def needs_rebuild(
     to give its space back: at least ``min_bytes`` and :data:`BLOAT_FACTOR` times its
     expected size (pure).
 
-    While a snapshot is held, vacuum removes no entry and counts every one it keeps, so the
-    index does not look bloated then; once it is released and vacuumed, its entries are
-    the live ones again, and the pages the snapshot made it grow are empty but still its.
+    The entries are what the last vacuum or analyze counted (an analyze counts the live
+    rows an index covers): while a snapshot is held they may already look few, which is
+    why :class:`Reindexer` also waits for old transactions and the vacuum after them.
     """
     return size >= min_bytes and size > BLOAT_FACTOR * expected_bytes(entries, entry_bytes)
 
@@ -70,8 +70,8 @@ def needs_rebuild(
 class ReindexerResult:
     """One pass: the index rebuilt (if any) with its size before and after, the leftovers
     of interrupted rebuilds dropped, and why nothing was rebuilt when something could have
-    been (``"old transaction"``, ``"lock wait"``, ``"spaced"``, ``"no session"``; None
-    otherwise)."""
+    been (``"old transaction"``, ``"vacuum pending"``, ``"lock wait"``, ``"spaced"``,
+    ``"no session"``; None otherwise)."""
 
     rebuilt: str | None = None
     before: int = 0
@@ -92,7 +92,9 @@ class Reindexer(PeriodicService):
     (writes go on meanwhile; the table is scanned twice), one index a pass, each at most
     once every :data:`SPACING` seconds (the next pass comes :data:`NEXT_SOON` after a
     rebuild while others wait for theirs), never while a transaction older than
-    :data:`OLD_TRANSACTION` is open in the database, each lock wait bounded by
+    :data:`OLD_TRANSACTION` is open in the database nor, once one was seen, before the
+    table was vacuumed since (a rebuild then scans the rows the snapshot kept, which
+    vacuum is about to remove), each lock wait bounded by
     :data:`LOCK_WAIT`. An interrupted rebuild leaves an invalid ``<index>_ccnew`` (or
     ``_ccold``) index behind, which the next pass drops. A role that may not rebuild the
     indexes (it does not own the table) is told once, in the log.
@@ -118,6 +120,8 @@ class Reindexer(PeriodicService):
         super().__init__(pool, schema, interval=interval)
         self._url = url if url is not None else str(pool.conninfo)
         self._unreachable = False
+        # The server's clock when a pass last saw an old transaction (None: never).
+        self._held_at: float | None = None
         self._min_bytes = min_bytes
         self._old_transaction = old_transaction
         self._spacing = spacing
@@ -199,9 +203,14 @@ class Reindexer(PeriodicService):
                 dropped.append(name)
             if not due:
                 return ReindexerResult(dropped=dropped, skipped="spaced" if candidates else None)
-            age = await maintenance_db.oldest_transaction_age(session, self._schema)
+            age, clock, vacuumed = await maintenance_db.jobs_rebuild_state(session, self._schema)
             if age > self._old_transaction:
+                self._held_at = clock
                 return ReindexerResult(dropped=dropped, skipped="old transaction")
+            if self._held_at is not None and (vacuumed is None or vacuumed < self._held_at):
+                # The rows the snapshot kept are still in the table: a rebuild now would
+                # scan them all. After a vacuum it scans a table of live rows.
+                return ReindexerResult(dropped=dropped, skipped="vacuum pending")
             _, name, before = max(due)
             self._rebuilt_at[name] = now
             began = time.monotonic()

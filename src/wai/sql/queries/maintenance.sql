@@ -297,17 +297,27 @@ JOIN pg_am AS am ON am.oid = i.relam
 WHERE x.indrelid = to_regclass(%(table)s) AND am.amname = 'btree' AND x.indexprs IS NULL
 ORDER BY i.relname;
 
--- name: oldest_transaction_age :one
--- Seconds since the oldest transaction of a client of this database that holds a snapshot
--- began (0: none visible; vacuums are not waited for). Another role's sessions show only
--- with pg_read_all_stats.
-SELECT coalesce(extract(epoch FROM now() - min(xact_start)), 0)::float8
-FROM pg_stat_activity
-WHERE datid = (SELECT oid FROM pg_database WHERE datname = current_database())
-  AND pid <> pg_backend_pid()
-  AND backend_type = 'client backend'
-  AND backend_xmin IS NOT NULL
-  AND xact_start IS NOT NULL;
+-- name: jobs_rebuild_state :one
+-- Whether the indexes of the jobs table can be rebuilt now: seconds since the oldest
+-- transaction of a client of this database that holds a snapshot began (0: none visible;
+-- vacuums are not waited for; another role's sessions show only with pg_read_all_stats),
+-- the server's clock, and when the table was last vacuumed (NULL: never), as epochs.
+SELECT
+    coalesce((
+        SELECT extract(epoch FROM now() - min(a.xact_start))
+        FROM pg_stat_activity AS a
+        WHERE a.datid = (SELECT oid FROM pg_database WHERE datname = current_database())
+          AND a.pid <> pg_backend_pid()
+          AND a.backend_type = 'client backend'
+          AND a.backend_xmin IS NOT NULL
+          AND a.xact_start IS NOT NULL
+    ), 0)::float8,
+    extract(epoch FROM now())::float8,
+    (
+        SELECT extract(epoch FROM greatest(s.last_vacuum, s.last_autovacuum))
+        FROM pg_stat_user_tables AS s
+        WHERE s.relid = to_regclass(%(table)s)
+    )::float8;
 
 -- name: jobs_index_rebuild :exec
 -- Build an index of the jobs table again, next to the old one, and swap them: writes go on
