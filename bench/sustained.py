@@ -30,7 +30,8 @@ fsync and synchronous_commit on) and removes it afterwards, also after an error 
      one ``Done`` follow-up in the same transaction (``on_completed_enqueue``); the worker
      runs with ``completed_retention = --retention`` (60 s), so the leader's retention
      cleanup deletes completed jobs (``cleanup_interval``: wai's default unless
-     ``--cleanup-interval``). Everything else is wai's default.
+     ``--cleanup-interval``; ``reindex_interval`` likewise with ``--reindex-interval``).
+     Everything else is wai's default.
    - pgqueuer: no follow-ups (it has none) and no retention setting: a finished job is
      deleted from ``pgqueuer`` when it finishes and leaves three rows in ``pgqueuer_log``
      (``queued``, ``picked``, ``successful``), which pgqueuer never deletes; its log
@@ -144,6 +145,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--hold-snapshot-for", type=float, help="seconds; default 600 with -at")
     p.add_argument("--retention", type=float, default=60.0, help="wai: completed_retention (s)")
     p.add_argument("--cleanup-interval", type=float, help="wai: cleanup_interval (s)")
+    p.add_argument(
+        "--reindex-interval",
+        type=float,
+        help="wai: reindex_interval (s); a huge value measures the runtime without rebuilds",
+    )
     p.add_argument("--chain-every", type=int, default=5, help="wai: every Nth job chains one")
     p.add_argument("--out", help="output directory (default bench/out/sustained-ADAPTER)")
     p.add_argument("--png", help="chart path (default OUT/sustained.png)")
@@ -424,6 +430,8 @@ def sustain(
                 options += ["--completed-retention", repr(a.retention)]
                 if a.cleanup_interval is not None:
                     options += ["--cleanup-interval", repr(a.cleanup_interval)]
+                if a.reindex_interval is not None:
+                    options += ["--reindex-interval", repr(a.reindex_interval)]
             worker = bench.worker(a.concurrency, options=options)
             url = db_url(srv, a.dbname)
             snap = Snapshot(url, queue_tables[0]) if hold_at is not None else None
@@ -724,6 +732,7 @@ def main(argv: list[str] | None = None) -> int:
         "hold_snapshot": [a.hold_snapshot_at, a.hold_snapshot_for],
         "retention": a.retention if a.adapter == "wai" else None,
         "cleanup_interval": a.cleanup_interval,
+        "reindex_interval": a.reindex_interval,
         "chain_every": a.chain_every,
         "queue_tables": adapter.queue_tables(),
         "server": info,

@@ -19,7 +19,8 @@ which wai runs in its thread pool (holding the GIL while it spins).
 ``Chained`` jobs handled, follow-ups handled, and the pickup time of each job handled
 (``time.time() - t`` at the handler's start) instead of the ``latencies`` list, with its
 three parts (:func:`record_pickup`).
-``--completed-retention S`` and ``--cleanup-interval S`` go to ``client.start``.
+``--completed-retention S``, ``--cleanup-interval S`` and ``--reindex-interval S`` go to
+``client.start``.
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ async def main() -> None:
     parser.add_argument("--window-seconds", type=float, help="sustained.py: window length")
     parser.add_argument("--completed-retention", type=float, help="client.start setting (s)")
     parser.add_argument("--cleanup-interval", type=float, help="client.start setting (s)")
+    parser.add_argument("--reindex-interval", type=float, help="client.start setting (s)")
     opts = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     windows: Windows | None = None
@@ -92,6 +94,8 @@ async def main() -> None:
         runtime["completed_retention"] = opts.completed_retention
     if opts.cleanup_interval is not None:
         runtime["cleanup_interval"] = opts.cleanup_interval
+    if opts.reindex_interval is not None:
+        runtime["reindex_interval"] = opts.reindex_interval
 
     handled = 0
     latencies: list[float] = []

@@ -134,13 +134,20 @@ async def test_nothing_is_rebuilt_while_an_old_transaction_is_open_nor_before_a_
         holder.rollback()
     # The rows the snapshot kept wait for vacuum (this server runs without autovacuum):
     # a rebuild now would scan them all.
+    # A vacuum running as the snapshot ends may have begun before and removed nothing: the
+    # second to end after the release is the one that began after it.
     released = await reindexer.run_once()
     assert released.rebuilt is None
     assert released.skipped == "vacuum pending"
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute(sql.SQL("VACUUM {}").format(table))
-    vacuumed = await reindexer.run_once()
-    assert vacuumed.rebuilt is not None
+        once = await reindexer.run_once()
+        assert once.skipped == "vacuum pending"
+        conn.execute(sql.SQL("VACUUM {}").format(table))
+    twice = await reindexer.run_once()
+    assert twice.rebuilt is not None
+    again = await reindexer.run_once()  # the other bloated index: no wait any more
+    assert again.rebuilt is not None
 
 
 async def test_a_rebuild_behind_a_held_lock_gives_up_and_waits_its_spacing(

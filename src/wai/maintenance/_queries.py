@@ -126,18 +126,15 @@ async def jobs_index_sizes(
     ]
 
 
-async def jobs_rebuild_state(
-    conn: AsyncConnection[Any], schema: str
-) -> tuple[float, float, float | None]:
+async def jobs_rebuild_state(conn: AsyncConnection[Any], schema: str) -> tuple[float, int]:
     """(seconds since the oldest transaction of this database holding a snapshot began,
-    0 if none is seen; the server's clock; when the jobs table was last vacuumed, None if
-    never), the clocks as epochs in seconds."""
+    0 if none is seen; how many vacuums of the jobs table have ended)."""
     cur = await conn.execute(
         query("jobs_rebuild_state", schema), {"table": f'"{validate_schema(schema)}".jobs'}
     )
     row = await cur.fetchone()
     assert row is not None  # a SELECT without FROM returns its row
-    return float(row[0]), float(row[1]), None if row[2] is None else float(row[2])
+    return float(row[0]), int(row[1])
 
 
 async def jobs_index_rebuild(conn: AsyncConnection[Any], schema: str, index: str) -> None:

@@ -92,9 +92,9 @@ class Reindexer(PeriodicService):
     (writes go on meanwhile; the table is scanned twice), one index a pass, each at most
     once every :data:`SPACING` seconds (the next pass comes :data:`NEXT_SOON` after a
     rebuild while others wait for theirs), never while a transaction older than
-    :data:`OLD_TRANSACTION` is open in the database nor, once one was seen, before the
-    table was vacuumed since (a rebuild then scans the rows the snapshot kept, which
-    vacuum is about to remove), each lock wait bounded by
+    :data:`OLD_TRANSACTION` is open in the database nor, once one was seen, before a
+    vacuum of the table that began after it ended has ended too (until then a rebuild
+    scans every row the snapshot kept), each lock wait bounded by
     :data:`LOCK_WAIT`. An interrupted rebuild leaves an invalid ``<index>_ccnew`` (or
     ``_ccold``) index behind, which the next pass drops. A role that may not rebuild the
     indexes (it does not own the table) is told once, in the log.
@@ -120,8 +120,10 @@ class Reindexer(PeriodicService):
         super().__init__(pool, schema, interval=interval)
         self._url = url if url is not None else str(pool.conninfo)
         self._unreachable = False
-        # The server's clock when a pass last saw an old transaction (None: never).
-        self._held_at: float | None = None
+        # Whether a pass saw an old transaction whose kept rows no vacuum has removed yet,
+        # and how many vacuums of the table had ended at the first pass after it.
+        self._held = False
+        self._vacuums_then: int | None = None
         self._min_bytes = min_bytes
         self._old_transaction = old_transaction
         self._spacing = spacing
@@ -203,14 +205,21 @@ class Reindexer(PeriodicService):
                 dropped.append(name)
             if not due:
                 return ReindexerResult(dropped=dropped, skipped="spaced" if candidates else None)
-            age, clock, vacuumed = await maintenance_db.jobs_rebuild_state(session, self._schema)
+            age, vacuums = await maintenance_db.jobs_rebuild_state(session, self._schema)
             if age > self._old_transaction:
-                self._held_at = clock
+                self._held = True
+                self._vacuums_then = None
                 return ReindexerResult(dropped=dropped, skipped="old transaction")
-            if self._held_at is not None and (vacuumed is None or vacuumed < self._held_at):
-                # The rows the snapshot kept are still in the table: a rebuild now would
-                # scan them all. After a vacuum it scans a table of live rows.
-                return ReindexerResult(dropped=dropped, skipped="vacuum pending")
+            if self._held:
+                # The rows the snapshot kept are still in the table until a vacuum that
+                # began after it ended: the first vacuum to end from here may have begun
+                # before (and removed nothing), the second began after. A rebuild before
+                # would scan them all.
+                if self._vacuums_then is None:
+                    self._vacuums_then = vacuums
+                if vacuums < self._vacuums_then + 2:
+                    return ReindexerResult(dropped=dropped, skipped="vacuum pending")
+                self._held = False
             _, name, before = max(due)
             self._rebuilt_at[name] = now
             began = time.monotonic()

@@ -301,7 +301,7 @@ ORDER BY i.relname;
 -- Whether the indexes of the jobs table can be rebuilt now: seconds since the oldest
 -- transaction of a client of this database that holds a snapshot began (0: none visible;
 -- vacuums are not waited for; another role's sessions show only with pg_read_all_stats),
--- the server's clock, and when the table was last vacuumed (NULL: never), as epochs.
+-- and how many vacuums of the table have ended (manual and autovacuum).
 SELECT
     coalesce((
         SELECT extract(epoch FROM now() - min(a.xact_start))
@@ -312,12 +312,11 @@ SELECT
           AND a.backend_xmin IS NOT NULL
           AND a.xact_start IS NOT NULL
     ), 0)::float8,
-    extract(epoch FROM now())::float8,
-    (
-        SELECT extract(epoch FROM greatest(s.last_vacuum, s.last_autovacuum))
+    coalesce((
+        SELECT s.vacuum_count + s.autovacuum_count
         FROM pg_stat_user_tables AS s
         WHERE s.relid = to_regclass(%(table)s)
-    )::float8;
+    ), 0)::bigint;
 
 -- name: jobs_index_rebuild :exec
 -- Build an index of the jobs table again, next to the old one, and swap them: writes go on
