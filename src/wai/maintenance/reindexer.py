@@ -215,7 +215,9 @@ class Reindexer(PeriodicService):
                 # began after it ended: the first vacuum to end from here may have begun
                 # before (and removed nothing), the second began after. A rebuild before
                 # would scan them all.
-                if self._vacuums_then is None:
+                if self._vacuums_then is None or vacuums < self._vacuums_then:
+                    # The first pass since, or the table's statistics were reset (the
+                    # count went back): count the vacuums from here.
                     self._vacuums_then = vacuums
                 if vacuums < self._vacuums_then + 2:
                     return ReindexerResult(dropped=dropped, skipped="vacuum pending")
