@@ -15,7 +15,13 @@ import wai
 from tests.integration._helpers import Work
 from wai.maintenance import Reindexer
 from wai.maintenance import _queries as maintenance_db
-from wai.maintenance.reindexer import BLOAT_FACTOR, expected_bytes, needs_rebuild
+from wai.maintenance.reindexer import (
+    BLOAT_FACTOR,
+    HEAP_SHARE,
+    after_hold_floor,
+    expected_bytes,
+    needs_rebuild,
+)
 
 #: Small enough for the few thousand rows a test writes (the default is 32 MiB).
 MIN_BYTES = 64 * 1024
@@ -179,6 +185,50 @@ async def test_statistics_reset_after_a_held_snapshot_do_not_stop_rebuilds(
     assert rebuilt.rebuilt is not None
 
 
+async def test_after_a_held_snapshot_smaller_bloated_indexes_are_rebuilt_once(
+    aclient: wai.AsyncClient, sclient: wai.Client, database_url: str
+) -> None:
+    """Below the usual floor a bloated index is left alone, unless a held snapshot made it
+    grow: the sweep after the snapshot's rows are vacuumed rebuilds it, and ends."""
+    _bloat(sclient, database_url)
+    reindexer = Reindexer(
+        aclient.pool,
+        aclient.schema,
+        interval=60,
+        min_bytes=2**40,  # nothing is ever large enough for the usual rebuild
+        after_hold_min_bytes=MIN_BYTES,
+        old_transaction=0.2,
+    )
+    before = _sizes(sclient)
+    clean = await reindexer.run_once()
+    assert (clean.rebuilt, clean.skipped) == (None, None)  # small, so left alone
+    table = sql.Identifier(sclient.schema, "jobs")
+    with psycopg.connect(database_url) as holder:
+        holder.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        holder.execute(sql.SQL("SELECT id FROM {} LIMIT 1").format(table))
+        await asyncio.sleep(0.5)
+        assert (await reindexer.run_once()).skipped == "old transaction"
+        holder.rollback()
+    assert (await reindexer.run_once()).skipped == "vacuum pending"
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("VACUUM {}").format(table))
+        conn.execute(sql.SQL("VACUUM {}").format(table))
+    first = await reindexer.run_once()
+    second = await reindexer.run_once()
+    over = await reindexer.run_once()
+
+    assert {first.rebuilt, second.rebuilt} == {"jobs_pkey", "jobs_ready_idx"}
+    for result in (first, second):
+        assert result.rebuilt is not None
+        assert result.before == before[result.rebuilt][1]
+        assert result.after * 4 < result.before
+    assert (over.rebuilt, over.skipped) == (None, None)
+    # The sweep is over: bloat again, without a held snapshot this time, and the same
+    # small indexes stay as they are.
+    _bloat(sclient, database_url)
+    assert (await reindexer.run_once()).rebuilt is None
+
+
 async def test_a_rebuild_behind_a_held_lock_gives_up_and_waits_its_spacing(
     aclient: wai.AsyncClient, sclient: wai.Client, database_url: str
 ) -> None:
@@ -292,3 +342,15 @@ async def test_only_btree_indexes_on_plain_columns_are_weighed(
 )
 def test_needs_rebuild(size: int, entries: float, width: float, rebuild: bool) -> None:
     assert needs_rebuild(size, entries, width, min_bytes=MIN_BYTES) is rebuild
+
+
+@pytest.mark.parametrize(
+    ("heap", "floor"),
+    [
+        (0, 2**20),  # a truncated heap: the after-hold least size
+        (HEAP_SHARE * 4 * 2**20, 4 * 2**20),  # a larger heap: its share, the scan's worth
+        (HEAP_SHARE * 2**40, 32 * 2**20),  # never above the usual floor
+    ],
+)
+def test_after_hold_floor(heap: int, floor: int) -> None:
+    assert after_hold_floor(32 * 2**20, 2**20, heap) == floor

@@ -126,15 +126,15 @@ async def jobs_index_sizes(
     ]
 
 
-async def jobs_rebuild_state(conn: AsyncConnection[Any], schema: str) -> tuple[float, int]:
+async def jobs_rebuild_state(conn: AsyncConnection[Any], schema: str) -> tuple[float, int, int]:
     """(seconds since the oldest transaction of this database holding a snapshot began,
-    0 if none is seen; how many vacuums of the jobs table have ended)."""
+    0 if none is seen; how many vacuums of the jobs table have ended; its heap's bytes)."""
     cur = await conn.execute(
         query("jobs_rebuild_state", schema), {"table": f'"{validate_schema(schema)}".jobs'}
     )
     row = await cur.fetchone()
     assert row is not None  # a SELECT without FROM returns its row
-    return float(row[0]), int(row[1])
+    return float(row[0]), int(row[1]), int(row[2])
 
 
 async def jobs_index_rebuild(conn: AsyncConnection[Any], schema: str, index: str) -> None:

@@ -16,13 +16,21 @@ from psycopg_pool import AsyncConnectionPool
 from wai.maintenance import _queries as maintenance_db
 from wai.maintenance._service import PeriodicService
 
-__all__ = ["Reindexer", "ReindexerResult", "expected_bytes", "needs_rebuild"]
+__all__ = ["Reindexer", "ReindexerResult", "after_hold_floor", "expected_bytes", "needs_rebuild"]
 
 logger = logging.getLogger("wai.maintenance")
 
 #: An index smaller than this (bytes) is never rebuilt, however empty: a rebuild scans the
 #: whole table, which is not worth a few megabytes.
 MIN_BYTES = 32 * 1024 * 1024
+#: After a held snapshot, an index this small (bytes) or more may be rebuilt too, as long as
+#: it is also at least a :data:`HEAP_SHARE`-th of the table's heap: the snapshot made it
+#: grow and nothing else will shrink it, and a rebuild then scans a heap that vacuum has
+#: just truncated back.
+AFTER_HOLD_MIN_BYTES = 1024 * 1024
+#: See :data:`AFTER_HOLD_MIN_BYTES`: a rebuild scans the heap twice; after a hold, an index
+#: is worth it when it is at least this fraction (1/n) of the heap.
+HEAP_SHARE = 16
 #: How many times its expected size an index must be before it is rebuilt.
 BLOAT_FACTOR = 4.0
 #: The share of its pages' space a btree's entries fill, for the expected size: half,
@@ -66,6 +74,13 @@ def needs_rebuild(
     return size >= min_bytes and size > BLOAT_FACTOR * expected_bytes(entries, entry_bytes)
 
 
+def after_hold_floor(min_bytes: int, after_hold_min_bytes: int, heap_bytes: int) -> int:
+    """The least size (bytes) of an index rebuilt in the sweep after a held snapshot: the
+    larger of ``after_hold_min_bytes`` and a :data:`HEAP_SHARE`-th of the table's heap, never
+    above the usual ``min_bytes`` (pure)."""
+    return min(min_bytes, max(after_hold_min_bytes, heap_bytes // HEAP_SHARE))
+
+
 @dataclass(frozen=True, slots=True)
 class ReindexerResult:
     """One pass: the index rebuilt (if any) with its size before and after, the leftovers
@@ -95,9 +110,12 @@ class Reindexer(PeriodicService):
     :data:`OLD_TRANSACTION` is open in the database nor, once one was seen, before a
     vacuum of the table that began after it ended has ended too (until then a rebuild
     scans every row the snapshot kept), each lock wait bounded by
-    :data:`LOCK_WAIT`. An interrupted rebuild leaves an invalid ``<index>_ccnew`` (or
-    ``_ccold``) index behind, which the next pass drops. A role that may not rebuild the
-    indexes (it does not own the table) is told once, in the log.
+    :data:`LOCK_WAIT`. Once that vacuum has ended, one sweep rebuilds smaller bloated indexes
+    too, down to :func:`after_hold_floor` (1 MiB and a 16th of the heap by default): the
+    held snapshot made them grow, ordinary churn would not have. An interrupted rebuild
+    leaves an invalid ``<index>_ccnew`` (or ``_ccold``) index behind, which the next pass
+    drops. A role that may not rebuild the indexes (it does not own the table) is told
+    once, in the log.
 
     Rebuilds and drops run on a connection of their own, to ``url`` (the runtime's
     ``listen_url``: a session, not a transaction-mode pooler), opened for the pass with
@@ -112,6 +130,7 @@ class Reindexer(PeriodicService):
         *,
         interval: float,
         min_bytes: int = MIN_BYTES,
+        after_hold_min_bytes: int = AFTER_HOLD_MIN_BYTES,
         old_transaction: float = OLD_TRANSACTION,
         spacing: float = SPACING,
         lock_wait: float = LOCK_WAIT,
@@ -121,10 +140,13 @@ class Reindexer(PeriodicService):
         self._url = url if url is not None else str(pool.conninfo)
         self._unreachable = False
         # Whether a pass saw an old transaction whose kept rows no vacuum has removed yet,
-        # and how many vacuums of the table had ended at the first pass after it.
+        # how many vacuums of the table had ended at the first pass after it, and whether
+        # the sweep of smaller indexes after it is on.
         self._held = False
         self._vacuums_then: int | None = None
+        self._sweep = False
         self._min_bytes = min_bytes
+        self._after_hold_min_bytes = after_hold_min_bytes
         self._old_transaction = old_transaction
         self._spacing = spacing
         self._lock_wait = lock_wait
@@ -174,24 +196,63 @@ class Reindexer(PeriodicService):
             )
             return None
 
+    def _follow_snapshot(self, age: float, vacuums: int) -> str | None:
+        """Why nothing may be rebuilt now (``"old transaction"``, ``"vacuum pending"``), or
+        None; starts the sweep of smaller indexes once a held snapshot's rows are gone.
+
+        ``age``: seconds since the oldest open transaction began; ``vacuums``: how many
+        vacuums of the table have ended.
+        """
+        if age > self._old_transaction:
+            self._held = True
+            self._vacuums_then = None
+            self._sweep = False
+            return "old transaction"
+        if not self._held:
+            return None
+        # The rows the snapshot kept are still in the table until a vacuum that began after
+        # it ended: the first vacuum to end from here may have begun before (and removed
+        # nothing), the second began after. A rebuild before would scan them all.
+        if self._vacuums_then is None or vacuums < self._vacuums_then:
+            # The first pass since, or the table's statistics were reset (the count went
+            # back): count the vacuums from here.
+            self._vacuums_then = vacuums
+        if vacuums < self._vacuums_then + 2:
+            return "vacuum pending"
+        self._held = False
+        self._sweep = True
+        return None
+
     async def _pass(self) -> ReindexerResult:
         self._next_wait = self.interval
         async with self._pool.connection() as conn:
             indexes = await maintenance_db.jobs_index_sizes(conn, self._schema)
+            age, vacuums, heap = await maintenance_db.jobs_rebuild_state(conn, self._schema)
         leftovers = [n for n, valid, _, _, _ in indexes if not valid and _LEFTOVER.search(n)]
+        waiting = self._follow_snapshot(age, vacuums)
+        floor = self._min_bytes
+        if waiting is not None or self._sweep:
+            floor = after_hold_floor(self._min_bytes, self._after_hold_min_bytes, heap)
         now = time.monotonic()
         candidates = [
             (size - expected_bytes(entries, width), name, size)
             for name, valid, size, entries, width in indexes
-            if valid and needs_rebuild(size, entries, width, min_bytes=self._min_bytes)
+            if valid and needs_rebuild(size, entries, width, min_bytes=floor)
         ]
         due = [
             c
             for c in candidates
             if now - self._rebuilt_at.get(c[1], -self._spacing) >= self._spacing
         ]
+        if not due:
+            self._sweep = False  # the sweep after a hold is over (or had nothing to do)
+        if waiting is not None and due:
+            skipped: str | None = waiting
+            due = []
+        else:
+            skipped = "spaced" if candidates else None
         if not leftovers and not due:
-            return ReindexerResult(skipped="spaced" if candidates else None)
+            return ReindexerResult(skipped=skipped)
         session = await self._session()
         if session is None:
             return ReindexerResult(skipped="no session")
@@ -204,24 +265,7 @@ class Reindexer(PeriodicService):
                     continue
                 dropped.append(name)
             if not due:
-                return ReindexerResult(dropped=dropped, skipped="spaced" if candidates else None)
-            age, vacuums = await maintenance_db.jobs_rebuild_state(session, self._schema)
-            if age > self._old_transaction:
-                self._held = True
-                self._vacuums_then = None
-                return ReindexerResult(dropped=dropped, skipped="old transaction")
-            if self._held:
-                # The rows the snapshot kept are still in the table until a vacuum that
-                # began after it ended: the first vacuum to end from here may have begun
-                # before (and removed nothing), the second began after. A rebuild before
-                # would scan them all.
-                if self._vacuums_then is None or vacuums < self._vacuums_then:
-                    # The first pass since, or the table's statistics were reset (the
-                    # count went back): count the vacuums from here.
-                    self._vacuums_then = vacuums
-                if vacuums < self._vacuums_then + 2:
-                    return ReindexerResult(dropped=dropped, skipped="vacuum pending")
-                self._held = False
+                return ReindexerResult(dropped=dropped, skipped=skipped)
             _, name, before = max(due)
             self._rebuilt_at[name] = now
             began = time.monotonic()

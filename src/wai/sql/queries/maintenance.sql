@@ -301,7 +301,8 @@ ORDER BY i.relname;
 -- Whether the indexes of the jobs table can be rebuilt now: seconds since the oldest
 -- transaction of a client of this database that holds a snapshot began (0: none visible;
 -- vacuums are not waited for; another role's sessions show only with pg_read_all_stats),
--- and how many vacuums of the table have ended (manual and autovacuum).
+-- how many vacuums of the table have ended (manual and autovacuum), and the size of its
+-- heap in bytes (what a rebuild scans).
 SELECT
     coalesce((
         SELECT extract(epoch FROM now() - min(a.xact_start))
@@ -316,7 +317,8 @@ SELECT
         SELECT s.vacuum_count + s.autovacuum_count
         FROM pg_stat_user_tables AS s
         WHERE s.relid = to_regclass(%(table)s)
-    ), 0)::bigint;
+    ), 0)::bigint,
+    coalesce(pg_relation_size(to_regclass(%(table)s)), 0)::bigint;
 
 -- name: jobs_index_rebuild :exec
 -- Build an index of the jobs table again, next to the old one, and swap them: writes go on
