@@ -189,7 +189,7 @@ async def test_after_a_held_snapshot_smaller_bloated_indexes_are_rebuilt_once(
     aclient: wai.AsyncClient, sclient: wai.Client, database_url: str
 ) -> None:
     """Below the usual floor a bloated index is left alone, unless a held snapshot made it
-    grow: the sweep after the snapshot's rows are vacuumed rebuilds it, and ends."""
+    grow: the sweep after the snapshot's rows are vacuumed rebuilds it, for a while."""
     _bloat(sclient, database_url)
     reindexer = Reindexer(
         aclient.pool,
@@ -197,6 +197,8 @@ async def test_after_a_held_snapshot_smaller_bloated_indexes_are_rebuilt_once(
         interval=60,
         min_bytes=2**40,  # nothing is ever large enough for the usual rebuild
         after_hold_min_bytes=MIN_BYTES,
+        sweep=5.0,
+        spacing=0.0,  # the floor alone decides below
         old_transaction=0.2,
     )
     before = _sizes(sclient)
@@ -223,8 +225,9 @@ async def test_after_a_held_snapshot_smaller_bloated_indexes_are_rebuilt_once(
         assert result.before == before[result.rebuilt][1]
         assert result.after * 4 < result.before
     assert (over.rebuilt, over.skipped) == (None, None)
-    # The sweep is over: bloat again, without a held snapshot this time, and the same
-    # small indexes stay as they are.
+    # Once the sweep is over, bloat again, without a held snapshot this time: the same small
+    # indexes stay as they are.
+    await asyncio.sleep(5.0)
     _bloat(sclient, database_url)
     assert (await reindexer.run_once()).rebuilt is None
 

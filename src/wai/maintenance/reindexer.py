@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -31,6 +32,10 @@ AFTER_HOLD_MIN_BYTES = 1024 * 1024
 #: See :data:`AFTER_HOLD_MIN_BYTES`: a rebuild scans the heap twice; after a hold, an index
 #: is worth it when it is at least this fraction (1/n) of the heap.
 HEAP_SHARE = 16
+#: Seconds the sweep after a held snapshot lasts: the heap may be truncated only by a later
+#: vacuum than the one the rebuilds waited for (truncation gives up behind a lock), and its
+#: size sets the sweep's floor.
+SWEEP = 600.0
 #: How many times its expected size an index must be before it is rebuilt.
 BLOAT_FACTOR = 4.0
 #: The share of its pages' space a btree's entries fill, for the expected size: half,
@@ -110,9 +115,10 @@ class Reindexer(PeriodicService):
     :data:`OLD_TRANSACTION` is open in the database nor, once one was seen, before a
     vacuum of the table that began after it ended has ended too (until then a rebuild
     scans every row the snapshot kept), each lock wait bounded by
-    :data:`LOCK_WAIT`. Once that vacuum has ended, one sweep rebuilds smaller bloated indexes
-    too, down to :func:`after_hold_floor` (1 MiB and a 16th of the heap by default): the
-    held snapshot made them grow, ordinary churn would not have. An interrupted rebuild
+    :data:`LOCK_WAIT`. Once that vacuum has ended, for ``sweep`` seconds (:data:`SWEEP`)
+    smaller bloated indexes are rebuilt too, down to :func:`after_hold_floor` (1 MiB and a
+    16th of the heap by default): the held snapshot made them grow, ordinary churn would
+    not have. An interrupted rebuild
     leaves an invalid ``<index>_ccnew`` (or ``_ccold``) index behind, which the next pass
     drops. A role that may not rebuild the indexes (it does not own the table) is told
     once, in the log.
@@ -131,6 +137,7 @@ class Reindexer(PeriodicService):
         interval: float,
         min_bytes: int = MIN_BYTES,
         after_hold_min_bytes: int = AFTER_HOLD_MIN_BYTES,
+        sweep: float = SWEEP,
         old_transaction: float = OLD_TRANSACTION,
         spacing: float = SPACING,
         lock_wait: float = LOCK_WAIT,
@@ -140,11 +147,12 @@ class Reindexer(PeriodicService):
         self._url = url if url is not None else str(pool.conninfo)
         self._unreachable = False
         # Whether a pass saw an old transaction whose kept rows no vacuum has removed yet,
-        # how many vacuums of the table had ended at the first pass after it, and whether
-        # the sweep of smaller indexes after it is on.
+        # how many vacuums of the table had ended at the first pass after it, and until
+        # when (monotonic) the sweep of smaller indexes after it lasts.
         self._held = False
         self._vacuums_then: int | None = None
-        self._sweep = False
+        self._sweep = sweep
+        self._sweep_until = -math.inf
         self._min_bytes = min_bytes
         self._after_hold_min_bytes = after_hold_min_bytes
         self._old_transaction = old_transaction
@@ -206,7 +214,7 @@ class Reindexer(PeriodicService):
         if age > self._old_transaction:
             self._held = True
             self._vacuums_then = None
-            self._sweep = False
+            self._sweep_until = -math.inf
             return "old transaction"
         if not self._held:
             return None
@@ -220,7 +228,7 @@ class Reindexer(PeriodicService):
         if vacuums < self._vacuums_then + 2:
             return "vacuum pending"
         self._held = False
-        self._sweep = True
+        self._sweep_until = time.monotonic() + self._sweep
         return None
 
     async def _pass(self) -> ReindexerResult:
@@ -230,10 +238,10 @@ class Reindexer(PeriodicService):
             age, vacuums, heap = await maintenance_db.jobs_rebuild_state(conn, self._schema)
         leftovers = [n for n, valid, _, _, _ in indexes if not valid and _LEFTOVER.search(n)]
         waiting = self._follow_snapshot(age, vacuums)
-        floor = self._min_bytes
-        if waiting is not None or self._sweep:
-            floor = after_hold_floor(self._min_bytes, self._after_hold_min_bytes, heap)
         now = time.monotonic()
+        floor = self._min_bytes
+        if waiting is not None or now < self._sweep_until:
+            floor = after_hold_floor(self._min_bytes, self._after_hold_min_bytes, heap)
         candidates = [
             (size - expected_bytes(entries, width), name, size)
             for name, valid, size, entries, width in indexes
@@ -244,8 +252,6 @@ class Reindexer(PeriodicService):
             for c in candidates
             if now - self._rebuilt_at.get(c[1], -self._spacing) >= self._spacing
         ]
-        if not due:
-            self._sweep = False  # the sweep after a hold is over (or had nothing to do)
         if waiting is not None and due:
             skipped: str | None = waiting
             due = []
