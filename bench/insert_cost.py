@@ -8,9 +8,13 @@ Runs on a scratch database (created, migrated and dropped): the same prepared
 connection (the driver's usual path), (2) through libpq directly on one connection, as
 ``client.insert`` sends it (:mod:`wai._direct_async`: no cursor), (3) as
 ``client.insert()``, which also borrows a pooled connection, builds and validates the job
-and the returned row. The three alternate, and each line shows the median round: jobs/s
-(one insert after another) and client CPU per insert (``getrusage``). The difference
-between (2) and (3) is what wai adds to the driver.
+and the returned row. Between (2) and (3), the steps one at a time: (2a) (2) on a
+connection borrowed from the client's pool and returned for each insert, (2b) (2) with the
+returned row built (``job_insert_own``, on one connection), (2c) the already built job
+inserted as ``client.insert`` does it (pool, row, error translation, metrics; what is left
+to (3) is building the job from its args). The ways alternate, and each line shows the
+median round: jobs/s (one insert after another) and client CPU per insert
+(``getrusage``). The difference between (2) and (3) is what wai adds to the driver.
 ``--pyinstrument FILE`` then runs (3) once more under pyinstrument (the bench extra) and
 writes its call tree to FILE.
 """
@@ -27,7 +31,7 @@ from scratch import measure, print_medians, scratch_database
 from wai_jobs import Noop
 
 import wai
-from wai._db_async import _insert_statement, _insert_values, channel, job_params
+from wai._db_async import _insert_statement, _insert_values, channel, job_insert_own, job_params
 from wai._direct_async import run_returning
 from wai._sql import query
 
@@ -35,7 +39,7 @@ SCRATCH = "wai_insert_cost"
 
 
 async def main() -> None:
-    """Measure and print the three ways."""
+    """Measure and print the ways."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--url", default="postgresql://postgres@127.0.0.1:5432")
     parser.add_argument("--inserts", type=int, default=3000)
@@ -63,12 +67,30 @@ async def main() -> None:
         async def direct(_: int) -> None:
             await run_returning(conn, stmt, values)
 
+        pool = client.pool
+
+        async def pooled(_: int) -> None:
+            own = await pool.getconn()
+            try:
+                await run_returning(own, stmt, values)
+            finally:
+                await pool.putconn(own)
+
+        async def row(_: int) -> None:
+            await job_insert_own(conn, client.schema, job)
+
+        async def built(_: int) -> None:
+            await client._insert_built(job)
+
         async def whole(i: int) -> None:
             await client.insert(Noop(seq=i), queue="bench")
 
         ways = {
             "1 psycopg: the prepared job_insert, a cursor per insert": cursor,
             "2 the same through libpq directly (no cursor)": direct,
+            "2a (2) on a connection borrowed from the pool": pooled,
+            "2b (2) and the returned row built": row,
+            "2c (2) as client.insert sends a built job": built,
             "3 wai: client.insert(Noop(seq=i))": whole,
         }
         results: dict[str, list[tuple[float, float]]] = {name: [] for name in ways}
