@@ -2,7 +2,7 @@
 concurrency's throughput, over several worker processes.
 
 ``.venv/bin/python bench/flow.py [--database-url URL] [--processes 4] [--seconds 30]
-[--rates 100,1000] [--burst B] [--global-concurrency 5] [--sleep 0.05]``
+[--rates 100,1000] [--burst B] [--global-concurrency 5] [--sleep 0.05] [--bounds-only]``
 
 Each case runs on a scratch database created and dropped around it: ``--processes``
 worker processes (each with 32 slots) serve one queue loaded beforehand with more jobs
@@ -17,7 +17,10 @@ than the case can take, for ``--seconds``. Every figure is read from the jobs ta
   (from the attempts' start and end times), which must stay at most N.
 
 The limited figures depend on the server's clock only; the processes share the machine
-with the database, as in production on a small box.
+with the database, as in production on a small box. The script exits non-zero when a bound
+or the rate target is missed; with ``--bounds-only`` the bounds alone decide (and the ``ok``
+column), the target still shown: the test suite's smoke runs a few seconds on a machine busy
+with other tests, where the rate reached is a figure of that machine, not a property.
 """
 
 from __future__ import annotations
@@ -165,11 +168,13 @@ def run_case(
     out: dict[str, Any] = {**case, "processes": processes, "completed": int(done[0])}
     if case["mode"] == "rate":
         out.update(rate=rate, ratio=rate / case["limit"], max_window=int(window[0]))
-        out["ok"] = out["ratio"] >= 0.95 and out["max_window"] <= case["limit"] + case["burst"]
+        out["bound_ok"] = out["max_window"] <= case["limit"] + case["burst"]
+        out["target_ok"] = out["ratio"] >= 0.95
     else:
         ideal = case["limit"] / case["sleep"]
         out.update(rate=rate, ratio=rate / ideal, max_running=int(overlap[0]))
-        out["ok"] = out["max_running"] <= case["limit"]
+        out["bound_ok"] = out["max_running"] <= case["limit"]
+        out["target_ok"] = True  # the ideal is a reference here, not a target
     return out
 
 
@@ -188,6 +193,11 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=None)
     parser.add_argument("--global-concurrency", type=int, default=5)
     parser.add_argument("--sleep", type=float, default=0.05)
+    parser.add_argument(
+        "--bounds-only",
+        action="store_true",
+        help="only the bounds decide the exit status, not the rate target",
+    )
     args = parser.parse_args()
     if args.child:
         asyncio.run(_child(args.url, json.loads(args.child)))
@@ -204,6 +214,7 @@ def main() -> None:
     failed = False
     for case in cases:
         r = run_case(args.database_url, args.dbname, case, args.processes, args.seconds)
+        r["ok"] = r["bound_ok"] and (r["target_ok"] or args.bounds_only)
         if r["mode"] == "rate":
             name = f"rate {r['limit']}/s burst {r['burst']}"
             bound = f"max 1-s window {r['max_window']} (limit + burst {r['limit'] + r['burst']})"
@@ -217,7 +228,9 @@ def main() -> None:
         )
         failed = failed or not r["ok"]
     if failed:
-        raise SystemExit("a bound or a target was missed")
+        raise SystemExit(
+            "a bound was missed" if args.bounds_only else "a bound or a target was missed"
+        )
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """``bench/flow.py`` runs end to end for a few seconds: a smoke, not the figures.
 
 The figures are in bench/RESULTS.md; this checks that both kinds of case run over two
-worker processes, that their bounds hold (the script exits non-zero otherwise) and that
-the table comes out.
+worker processes, that their bounds hold (``--bounds-only``: the script exits non-zero
+when one is missed; the rate reached in 4 s on a machine busy with the rest of the suite
+is not checked) and that the table comes out.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def test_flow_bench_smoke(database_url: str) -> None:
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "flow.py"), "--database-url", database_url,
          "--dbname", f"wai_flow_smoke_{os.getpid()}", "--processes", "2", "--seconds", "4",
-         "--rates", "50", "--global-concurrency", "2"],
+         "--rates", "50", "--global-concurrency", "2", "--bounds-only"],
         capture_output=True, text=True, timeout=280, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
