@@ -13,7 +13,7 @@ from psycopg import sql
 
 import wai
 from tests.integration._helpers import Work
-from wai.maintenance import Reindexer
+from wai.maintenance import Reindexer, ReindexerResult
 from wai.maintenance import _queries as maintenance_db
 from wai.maintenance.reindexer import (
     BLOAT_FACTOR,
@@ -48,6 +48,21 @@ def _bloat(client: wai.Client, database_url: str, *, jobs: int = 20_000, kept: i
             [kept - 1],
         )
         conn.execute(sql.SQL("VACUUM {}").format(table))
+
+
+async def _pass_behind_a_snapshot(
+    reindexer: Reindexer, client: wai.Client, database_url: str
+) -> ReindexerResult:
+    """One pass while a REPEATABLE READ transaction that read the jobs table is open (past
+    the tests' ``old_transaction`` of 0.2 s); the snapshot is released before returning."""
+    table = sql.Identifier(client.schema, "jobs")
+    with psycopg.connect(database_url) as holder:
+        holder.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        holder.execute(sql.SQL("SELECT id FROM {} LIMIT 1").format(table))
+        await asyncio.sleep(0.5)
+        result = await reindexer.run_once()
+        holder.rollback()
+    return result
 
 
 async def test_bloated_indexes_are_rebuilt_one_a_pass_and_the_queue_still_works(
@@ -130,14 +145,9 @@ async def test_nothing_is_rebuilt_while_an_old_transaction_is_open_nor_before_a_
         aclient.pool, aclient.schema, interval=60, min_bytes=MIN_BYTES, old_transaction=0.2
     )
     table = sql.Identifier(sclient.schema, "jobs")
-    with psycopg.connect(database_url) as holder:
-        holder.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        holder.execute(sql.SQL("SELECT id FROM {} LIMIT 1").format(table))
-        await asyncio.sleep(0.5)
-        held = await reindexer.run_once()
-        assert held.rebuilt is None
-        assert held.skipped == "old transaction"
-        holder.rollback()
+    held = await _pass_behind_a_snapshot(reindexer, sclient, database_url)
+    assert held.rebuilt is None
+    assert held.skipped == "old transaction"
     # The rows the snapshot kept wait for vacuum (this server runs without autovacuum):
     # a rebuild now would scan them all.
     # A vacuum running as the snapshot ends may have begun before and removed nothing: the
@@ -166,12 +176,8 @@ async def test_statistics_reset_after_a_held_snapshot_do_not_stop_rebuilds(
         aclient.pool, aclient.schema, interval=60, min_bytes=MIN_BYTES, old_transaction=0.2
     )
     table = sql.Identifier(sclient.schema, "jobs")
-    with psycopg.connect(database_url) as holder:
-        holder.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        holder.execute(sql.SQL("SELECT id FROM {} LIMIT 1").format(table))
-        await asyncio.sleep(0.5)
-        assert (await reindexer.run_once()).skipped == "old transaction"
-        holder.rollback()
+    held = await _pass_behind_a_snapshot(reindexer, sclient, database_url)
+    assert held.skipped == "old transaction"
     assert (await reindexer.run_once()).skipped == "vacuum pending"
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute(
@@ -205,12 +211,8 @@ async def test_after_a_held_snapshot_smaller_bloated_indexes_are_rebuilt_once(
     clean = await reindexer.run_once()
     assert (clean.rebuilt, clean.skipped) == (None, None)  # small, so left alone
     table = sql.Identifier(sclient.schema, "jobs")
-    with psycopg.connect(database_url) as holder:
-        holder.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        holder.execute(sql.SQL("SELECT id FROM {} LIMIT 1").format(table))
-        await asyncio.sleep(0.5)
-        assert (await reindexer.run_once()).skipped == "old transaction"
-        holder.rollback()
+    held = await _pass_behind_a_snapshot(reindexer, sclient, database_url)
+    assert held.skipped == "old transaction"
     assert (await reindexer.run_once()).skipped == "vacuum pending"
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute(sql.SQL("VACUUM {}").format(table))
