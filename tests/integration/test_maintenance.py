@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import timedelta
 
 import psycopg
@@ -22,7 +23,7 @@ from tests.integration._helpers import (
     wait_job,
 )
 from wai import _db_async as db
-from wai.maintenance import Elector, Promoter, PromoterResult
+from wai.maintenance import Elector, PeriodicService, Promoter, PromoterResult
 from wai.maintenance import _queries as maintenance_db
 
 pytestmark = pytest.mark.timeout(60)
@@ -183,6 +184,43 @@ async def test_a_live_lease_is_respected_and_an_expired_one_taken_over(
         assert await _leader_ids(aclient) == ["ghost"]
         await wait_for(lambda: elector.is_leader, 3, what="takeover after expiry")
         assert await _leader_ids(aclient) == [elector.leader_id]
+
+
+class _Recorded(PeriodicService):
+    """A service that notes when each of its passes began."""
+
+    def __init__(self, client: wai.AsyncClient, passes: list[tuple[str, float]], name: str):
+        super().__init__(client.pool, client.schema, interval=60.0)
+        self._passes = passes
+        self._name = name
+
+    async def run_once(self) -> None:
+        self._passes.append((self._name, time.monotonic()))
+
+
+async def test_a_new_leaders_services_begin_staggered_in_order(aclient: wai.AsyncClient) -> None:
+    passes: list[tuple[str, float]] = []
+    names = ["first", "second", "third"]
+    elector = Elector(
+        aclient.pool,
+        aclient.schema,
+        interval=5,
+        services=lambda: [_Recorded(aclient, passes, n) for n in names],
+        spread=1.2,  # three services: at 0.3, 0.6 and 0.9 s
+    )
+    began = time.monotonic()
+    task = asyncio.create_task(elector.run_forever())
+    try:
+        await wait_for(lambda: len(passes) == 3, 5, what="the first passes")
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert [name for name, _ in passes] == names
+    at = [t - began for _, t in passes]
+    assert at[0] >= 0.3 - 0.05  # not at once on election
+    assert at[1] - at[0] >= 0.25  # one after another
+    assert at[2] - at[1] >= 0.25
+    assert await _leader_ids(aclient) == []  # resigned on cancel
 
 
 async def test_elector_attempt_renews_only_its_own_lease(aclient: wai.AsyncClient) -> None:

@@ -203,9 +203,16 @@ async def test_a_poison_closure_has_a_bounded_fate_in_a_running_worker(
     # Retried with backoff: make each retry due at once, three attempts in all.
     row: JobRow | None = None
     for _ in range(5):
+        before = (await aclient.get_job(bad.id)).attempt
         await fetch(aclient, "UPDATE wai.jobs SET run_at = now() WHERE state = 'retryable'")
         async with serving(aclient, {"q": 2, "mail": 2}):
-            row = await wait_job(aclient, bad.id, lambda r: r.state != "running", timeout=10)
+            # promoted, claimed and finished once more: its next attempt's outcome
+            row = await wait_job(
+                aclient,
+                bad.id,
+                lambda r, n=before: r.attempt > n and r.state != "running",
+                timeout=10,
+            )
         if row.state == "failed":
             break
     assert row is not None

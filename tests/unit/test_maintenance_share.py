@@ -17,7 +17,7 @@ from wai.maintenance import (
     Promoter,
     Rescuer,
 )
-from wai.maintenance._service import SCAN_SHARE, SPACED_FROM, spaced
+from wai.maintenance._service import SCAN_SHARE, SPACED_FROM, START_SPREAD, spaced, staggered
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -36,6 +36,18 @@ def test_a_slow_pass_keeps_the_passes_to_their_share_of_the_time() -> None:
 
 def test_no_share_no_bound() -> None:
     assert spaced(10.0, 1000.0, None) == 10.0
+
+
+def test_a_new_leaders_services_begin_one_after_another() -> None:
+    # four services over 5 s: 1, 2, 3 and 4 s, each no later than its own interval
+    assert staggered([60.0, 60.0, 60.0, 60.0], 5.0) == pytest.approx([1.0, 2.0, 3.0, 4.0])
+    assert staggered([0.5, 60.0, 2.5, 60.0], 5.0) == pytest.approx([0.5, 2.0, 2.5, 4.0])
+    # short intervals (tests, a busy deployment) keep their first pass within one interval
+    assert staggered([0.05] * 9) == [0.05] * 9
+    assert staggered([]) == []
+    starts = staggered([60.0] * 9)
+    assert starts == sorted(starts)
+    assert max(starts) < START_SPREAD
 
 
 class _Slow(PeriodicService):

@@ -16,7 +16,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from wai._supervise import repeat
 from wai.maintenance import _queries as maintenance_db
-from wai.maintenance._service import PeriodicService, stop_tasks
+from wai.maintenance._service import START_SPREAD, PeriodicService, staggered, stop_tasks
 
 __all__ = ["Elector", "new_instance_id"]
 
@@ -38,7 +38,9 @@ class Elector:
     leader that dies is replaced within about two intervals. The lease row works
     through PgBouncer in transaction mode, where session advisory locks do not.
     *leader_id* defaults to a fresh :func:`new_instance_id`; the runtime passes
-    its own instance id, so the lease row and the runtime record agree.
+    its own instance id, so the lease row and the runtime record agree. Once elected,
+    the services begin one after another over *spread* seconds, in the order given
+    (:func:`wai.maintenance._service.staggered`).
     """
 
     def __init__(
@@ -49,8 +51,10 @@ class Elector:
         interval: float,
         services: Callable[[], Sequence[PeriodicService]],
         leader_id: str | None = None,
+        spread: float = START_SPREAD,
     ) -> None:
         self._pool = pool
+        self._spread = spread
         self._schema = schema
         self._interval = interval
         self._services = services
@@ -115,9 +119,11 @@ class Elector:
             leading = False
         if leading and not self.is_leader:
             logger.info("wai: %s is now the maintenance leader", self.leader_id)
+            services = self._services()
+            starts = staggered([s.interval for s in services], self._spread)
             self._tasks = [
-                asyncio.create_task(s.run_forever(), name=f"wai-{type(s).__name__}")
-                for s in self._services()
+                asyncio.create_task(_run_after(t, s), name=f"wai-{type(s).__name__}")
+                for s, t in zip(services, starts, strict=True)
             ]
         elif not leading and self.is_leader:
             logger.warning("wai: %s lost maintenance leadership", self.leader_id)
@@ -130,6 +136,12 @@ class Elector:
         # stopping, and the elector then ran (and led) on, hanging the shutdown.
         await stop_tasks(self._tasks)
         self._tasks = []
+
+
+async def _run_after(seconds: float, service: PeriodicService) -> None:
+    """Run ``service`` from ``seconds`` from now on, until cancelled."""
+    await asyncio.sleep(seconds)
+    await service.run_forever()
 
 
 def _retrieve(task: asyncio.Future[bool]) -> None:

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any, ClassVar
 
 from psycopg import AsyncConnection
@@ -16,7 +16,15 @@ from wai._logging import emit
 from wai._pace import IdlePace
 from wai._supervise import repeat, repeat_paced
 
-__all__ = ["SCAN_SHARE", "SPACED_FROM", "PeriodicService", "spaced", "stop_tasks"]
+__all__ = [
+    "SCAN_SHARE",
+    "SPACED_FROM",
+    "START_SPREAD",
+    "PeriodicService",
+    "spaced",
+    "staggered",
+    "stop_tasks",
+]
 
 logger = logging.getLogger("wai.maintenance")
 
@@ -66,6 +74,24 @@ def spaced(wait: float, took: float, share: float | None) -> float:
     if share is None or took < SPACED_FROM:
         return wait
     return max(wait, took * (1.0 - share) / share)
+
+
+#: Over how many seconds a new leader's services begin (:func:`staggered`).
+START_SPREAD = 5.0
+
+
+def staggered(intervals: Sequence[float], spread: float = START_SPREAD) -> list[float]:
+    """When each of a new leader's services runs its first pass (seconds from now, pure).
+
+    Not all at once: a process that has just started (or just won the election) is also
+    opening its connections and claiming its queues' first batches, and a dozen first passes
+    at the same moment each want a connection of its pool, which grows for them, and the
+    server's CPU. The ``i``-th of ``n`` services starts at ``spread * (i + 1) / (n + 1)``,
+    but never later than its own interval: a service is never later than if its loop had
+    begun by waiting one interval.
+    """
+    n = len(intervals)
+    return [min(interval, spread * (i + 1) / (n + 1)) for i, interval in enumerate(intervals)]
 
 
 class PeriodicService(ABC):

@@ -305,6 +305,9 @@ class Runtime:
                 await worker_db.followup_specs_upsert(conn, self.client.schema, pairs)
 
     def _services(self) -> Sequence[PeriodicService]:
+        # In the order a new leader starts them (Elector: over its first seconds): what
+        # jobs wait on first (due jobs, a dead process's attempts, cron), then the records
+        # and samples, then the housekeeping that reads or rewrites the most.
         return [
             Promoter(
                 self.client.pool,
@@ -321,6 +324,23 @@ class Runtime:
                 deadline_grace=self.settings.heartbeat_interval,
                 on_rescued=self._rescued,
             ),
+            CronFirer(
+                self.client.pool,
+                self.client.schema,
+                interval=self.settings.cron_interval,
+                pace=self._pace(),
+            ),
+            InstanceReaper(
+                self.client.pool,
+                self.client.schema,
+                interval=self.settings.record_interval,
+                record_interval=self.settings.record_interval,
+            ),
+            Aging(self.client.pool, self.client.schema, interval=self.settings.aging_interval),
+            DepthSampler(
+                self.client.pool, self.client.schema, interval=self.settings.depth_interval
+            ),
+            Analyzer(self.client.pool, self.client.schema, interval=self.settings.analyze_interval),
             Cleaner(
                 self.client.pool,
                 self.client.schema,
@@ -331,28 +351,11 @@ class Runtime:
                 outbox=self.settings.outbox_retention,
                 dlq=self.settings.dlq_retention,
             ),
-            Aging(self.client.pool, self.client.schema, interval=self.settings.aging_interval),
-            CronFirer(
-                self.client.pool,
-                self.client.schema,
-                interval=self.settings.cron_interval,
-                pace=self._pace(),
-            ),
-            Analyzer(self.client.pool, self.client.schema, interval=self.settings.analyze_interval),
             Reindexer(
                 self.client.pool,
                 self.client.schema,
                 interval=self.settings.reindex_interval,
                 url=self.client.listen_url,
-            ),
-            DepthSampler(
-                self.client.pool, self.client.schema, interval=self.settings.depth_interval
-            ),
-            InstanceReaper(
-                self.client.pool,
-                self.client.schema,
-                interval=self.settings.record_interval,
-                record_interval=self.settings.record_interval,
             ),
         ]
 
