@@ -84,9 +84,9 @@ def staggered(intervals: Sequence[float], spread: float = START_SPREAD) -> list[
     """When each of a new leader's services runs its first pass (seconds from now, pure).
 
     Not all at once: a process that has just started (or just won the election) is also
-    opening its connections and claiming its queues' first batches, and a dozen first passes
-    at the same moment each want a connection of its pool, which grows for them, and the
-    server's CPU. The ``i``-th of ``n`` services starts at ``spread * (i + 1) / (n + 1)``,
+    opening its connections and claiming its queues' first batches, and every service's
+    first pass at the same moment each want a connection of its pool, which grows for them,
+    and the server's CPU. The ``i``-th of ``n`` services starts at ``spread * (i + 1) / (n + 1)``,
     but never later than its own interval: a service is never later than if its loop had
     begun by waiting one interval.
     """
