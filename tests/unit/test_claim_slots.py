@@ -6,7 +6,7 @@ import asyncio
 import concurrent.futures
 
 import wai
-from wai.worker._producer import QueueProducer
+from wai.worker._producer import CLAIMS_IN_FLIGHT, QueueProducer, claim_due, claim_limit
 
 
 def producer(concurrency: int, writers: int) -> QueueProducer:
@@ -53,3 +53,44 @@ async def test_a_thread_that_ended_before_the_hold_frees_its_slot_at_once() -> N
     p.hold(call)
     await asyncio.sleep(0)
     assert p.free_slots() == 2
+
+
+# -- claims in flight (claim_due, claim_limit) ------------------------------------------
+
+
+def test_a_backlog_is_claimed_with_all_the_room_one_claim_at_a_time() -> None:
+    assert claim_limit(128, cap=128, in_flight=0, most=2, backlog=True, woken=False) == 128
+    assert claim_limit(100, cap=64, in_flight=0, most=2, backlog=True, woken=False) == 64
+    # behind a full claim still on the server, the next waits for it
+    assert not claim_due(in_flight=1, most=2, backlog=True, woken=False)
+    assert claim_limit(60, cap=128, in_flight=1, most=2, backlog=True, woken=False) == 0
+
+
+def test_a_claim_sent_on_a_wakeup_leaves_room_for_a_second() -> None:
+    assert claim_limit(128, cap=128, in_flight=0, most=2, backlog=False, woken=True) == 64
+    assert claim_limit(5, cap=128, in_flight=0, most=2, backlog=False, woken=True) == 3
+    assert claim_limit(1, cap=128, in_flight=0, most=2, backlog=False, woken=True) == 1
+    # a wakeup during that claim sends a second one for what is left
+    assert claim_due(in_flight=1, most=2, backlog=False, woken=True)
+    assert claim_limit(64, cap=128, in_flight=1, most=2, backlog=False, woken=True) == 64
+    assert claim_limit(64, cap=16, in_flight=1, most=2, backlog=True, woken=True) == 16
+
+
+def test_no_claim_without_a_free_slot_a_reason_or_below_the_most_in_flight() -> None:
+    assert claim_limit(0, cap=8, in_flight=0, most=2, backlog=True, woken=True) == 0
+    assert claim_limit(-3, cap=8, in_flight=1, most=2, backlog=False, woken=True) == 0
+    assert claim_limit(8, cap=8, in_flight=0, most=2, backlog=False, woken=False) == 0
+    assert claim_limit(8, cap=8, in_flight=2, most=2, backlog=True, woken=True) == 0
+    # a queue under flow control: one claim at a time, whatever wakes it
+    assert claim_limit(8, cap=8, in_flight=0, most=1, backlog=False, woken=True) == 8
+    assert not claim_due(in_flight=1, most=1, backlog=False, woken=True)
+    assert claim_limit(8, cap=8, in_flight=1, most=1, backlog=True, woken=True) == 0
+
+
+def test_a_queue_claims_one_at_a_time_until_its_limits_are_read_and_while_it_has_any() -> None:
+    p = producer(10, writers=1)
+    assert p._most_in_flight() == 1  # pyright: ignore[reportPrivateUsage]
+    p._flow_read_at = 0.0  # pyright: ignore[reportPrivateUsage]
+    assert p._most_in_flight() == CLAIMS_IN_FLIGHT == 2  # pyright: ignore[reportPrivateUsage]
+    p.limited = True
+    assert p._most_in_flight() == 1  # pyright: ignore[reportPrivateUsage]
