@@ -6,7 +6,13 @@ import asyncio
 import concurrent.futures
 
 import wai
-from wai.worker._producer import CLAIMS_IN_FLIGHT, QueueProducer, claim_due, claim_limit
+from wai.worker._producer import (
+    CLAIMS_IN_FLIGHT,
+    QueueProducer,
+    claim_due,
+    claim_limit,
+    claim_size,
+)
 
 
 def producer(concurrency: int, writers: int) -> QueueProducer:
@@ -94,3 +100,17 @@ def test_a_queue_claims_one_at_a_time_until_its_limits_are_read_and_while_it_has
     assert p._most_in_flight() == CLAIMS_IN_FLIGHT == 2  # pyright: ignore[reportPrivateUsage]
     p.limited = True
     assert p._most_in_flight() == 1  # pyright: ignore[reportPrivateUsage]
+
+
+def test_claims_come_in_a_few_sizes_rounded_down_within_the_slots() -> None:
+    sizes = {claim_size(n, 128) for n in range(1, 1000)}
+    assert sorted(sizes) == [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128]
+    assert all(claim_size(n, 128) <= n for n in range(1000))
+    rounded = [claim_size(n, 128) for n in (0, 5, 7, 11, 13, 100, 127, 128, 500)]
+    assert rounded == [0, 4, 6, 8, 12, 96, 96, 128, 128]
+    # an odd cap is a size too
+    assert sorted({claim_size(n, 100) for n in range(1, 300)})[-3:] == [64, 96, 100]
+    assert claim_size(7, 5) == 5
+    # a claim on a wakeup: half the room, rounded down; the second: the rest, rounded down
+    assert claim_limit(120, cap=128, in_flight=0, most=2, backlog=False, woken=True) == 48
+    assert claim_limit(120, cap=128, in_flight=1, most=2, backlog=False, woken=True) == 96
