@@ -69,6 +69,15 @@ async def trickle(client: wai.AsyncClient, groups: int, size: int) -> None:
         await asyncio.sleep(0.02)
 
 
+async def all_completed(client: wai.AsyncClient, n: int, timeout: float) -> None:
+    """Wait until ``n`` jobs are completed."""
+
+    async def done() -> bool:
+        return await count(client, "state = 'completed'") == n
+
+    await wait_for(done, timeout)
+
+
 async def held_handlers(
     client: wai.AsyncClient, queue: str
 ) -> tuple[asyncio.Event, Callable[[], tuple[int, int]]]:
@@ -110,10 +119,7 @@ async def test_a_job_committed_during_a_claim_is_taken_by_a_second_claim_within_
             assert claims.most == 2, "no second claim was sent during a claim"
             gate.set()
 
-            async def all_done() -> bool:
-                return await count(aclient, "state = 'completed'") == 24
-
-            await wait_for(all_done, 20)
+            await all_completed(aclient, 24, 20)
     finally:
         gate.set()
     assert seen()[1] == 4
@@ -144,10 +150,7 @@ async def test_two_claims_in_flight_start_every_job_once_at_a_steady_rate(
         claims = Claims(producer)
         await trickle(aclient, groups=30, size=2)
 
-        async def all_done() -> bool:
-            return await count(aclient, "state = 'completed'") == 60
-
-        await wait_for(all_done, 30)
+        await all_completed(aclient, 60, 30)
     assert claims.most == 2
     assert peak <= 3
     assert ran == dict.fromkeys(range(60), 1)
@@ -183,10 +186,7 @@ async def test_a_queue_under_flow_control_keeps_one_claim_at_a_time(
             assert claims.most == 1
             gate.set()
 
-            async def all_done() -> bool:
-                return await count(aclient, "state = 'completed'") == 24
-
-            await wait_for(all_done, 20)
+            await all_completed(aclient, 24, 20)
     finally:
         gate.set()
     assert seen()[1] == cap
