@@ -36,6 +36,7 @@ FILES = {
 
 SUBS = [
     (r"\bAsyncConnectionPool\b", "ConnectionPool"),
+    (r"\bAsyncStackPool\b", "StackPool"),
     (r"\bAsyncConnection\b", "Connection"),
     (r"\bAsyncCursor\b", "Cursor"),
     (r"\bAsyncClientBase\b", "ClientBase"),

@@ -39,6 +39,7 @@ from wai._kinds import check_int, kind_of_type
 from wai._lineage import Lineage, assemble
 from wai._metrics import METRICS
 from wai._migrate import migrations
+from wai._pool import StackPool
 from wai._registration import (
     CancelledFn,
     CompletedFn,
@@ -216,7 +217,7 @@ class ClientBase:
                 f"need 1 <= min_connections <= max_connections, got "
                 f"{min_connections} and {max_connections}"
             )
-        self.pool: ConnectionPool[Connection[Any]] = ConnectionPool(
+        self.pool: ConnectionPool[Connection[Any]] = StackPool(
             self.database_url,
             min_size=min_connections,
             max_size=max_connections,

@@ -38,6 +38,7 @@ from wai._kinds import check_int, kind_of_type
 from wai._lineage import Lineage, assemble
 from wai._metrics import METRICS
 from wai._migrate import migrations
+from wai._pool import AsyncStackPool
 from wai._registration import (
     CancelledFn,
     CompletedFn,
@@ -215,7 +216,7 @@ class AsyncClientBase:
                 f"need 1 <= min_connections <= max_connections, got "
                 f"{min_connections} and {max_connections}"
             )
-        self.pool: AsyncConnectionPool[AsyncConnection[Any]] = AsyncConnectionPool(
+        self.pool: AsyncConnectionPool[AsyncConnection[Any]] = AsyncStackPool(
             self.database_url,
             min_size=min_connections,
             max_size=max_connections,
