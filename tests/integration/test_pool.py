@@ -6,8 +6,11 @@ import asyncio
 from typing import Any
 
 import psycopg
+import pytest
+from psycopg_pool import AsyncConnectionPool
 
 import wai
+from wai import _pool
 
 
 def _backend(conn: psycopg.Connection[Any]) -> int:
@@ -76,3 +79,60 @@ def test_the_sync_pool_lends_the_connection_returned_last(shared_database_url: s
         for _ in range(3):
             with pool.connection() as conn:
                 assert _backend(conn) == pids[1]
+
+
+async def test_only_a_connection_idle_for_long_is_checked_before_it_is_lent(
+    shared_database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checked: list[int] = []
+    real = AsyncConnectionPool.check_connection
+
+    async def counting(conn: psycopg.AsyncConnection[Any]) -> None:
+        checked.append(id(conn))
+        await real(conn)
+
+    monkeypatch.setattr(AsyncConnectionPool, "check_connection", staticmethod(counting))
+    async with wai.AsyncClient(shared_database_url, min_connections=1) as client:
+        pool = client.pool
+        await pool.wait()
+        for _ in range(4):  # never returned yet, then returned a moment ago
+            async with pool.connection() as conn:
+                await conn.execute("SELECT 1")
+        assert len(checked) == 1
+        monkeypatch.setattr(_pool, "IDLE_CHECK", 0.0)  # every connection counts as idle long
+        for _ in range(3):
+            async with pool.connection() as conn:
+                await conn.execute("SELECT 1")
+        assert len(checked) == 4
+
+
+async def test_a_dropped_idle_connection_is_replaced_instead_of_failing_an_insert(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_pool, "IDLE_CHECK", 0.0)
+    async with wai.AsyncClient(database_url, min_connections=1, max_connections=1) as client:
+        pool = client.pool
+        async with pool.connection() as conn:
+            dropped = await _backend_async(conn)
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (dropped,))
+        row = await client.insert({"n": 1}, kind="pool_probe")  # on a new connection
+        assert row.state is wai.JobState.AVAILABLE
+        async with pool.connection() as conn:
+            assert await _backend_async(conn) != dropped
+        assert pool.get_stats()["connections_lost"] == 1
+
+
+def test_a_dropped_idle_connection_is_replaced_in_the_sync_pool(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_pool, "IDLE_CHECK", 0.0)
+    with wai.Client(database_url, min_connections=1, max_connections=1) as client:
+        with client.pool.connection() as conn:
+            dropped = _backend(conn)
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (dropped,))
+        row = client.insert({"n": 1}, kind="pool_probe")
+        assert row.state is wai.JobState.AVAILABLE
+        with client.pool.connection() as conn:
+            assert _backend(conn) != dropped
