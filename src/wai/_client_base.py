@@ -27,7 +27,7 @@ from wai._admin import (
     parse_search,
 )
 from wai._bounded import bounded_sync
-from wai._connect import CONNECT_TIMEOUT, unreachable
+from wai._connect import CONNECT_TIMEOUT, keepalives, unreachable
 from wai._context import Job
 from wai._flow import RateLimit, check_global_concurrency
 from wai._health import DatabaseCheck, Health, RuntimeHealth, assess, check_timeout, first_line
@@ -224,8 +224,9 @@ class ClientBase:
             # Autocommit: a lone statement commits by itself; multi-statement work opens a
             # transaction explicitly (conn.transaction()). UTF-8 whatever the URL's options
             # or PGCLIENTENCODING say: args and metadata are decoded as UTF-8 JSON, and the
-            # single insert sends UTF-8 text (wai._direct).
-            kwargs={"autocommit": True, "client_encoding": "UTF8"},
+            # single insert sends UTF-8 text (wai._direct). TCP keepalives: a connection
+            # may sit idle at the bottom of the pool's stack for minutes (wai._pool).
+            kwargs={"autocommit": True, "client_encoding": "UTF8", **keepalives(self.database_url)},
             configure=configure_sync if self.prepared_statements else _unprepared_sync,
             open=False,
             name=f"wai-{self.schema}",

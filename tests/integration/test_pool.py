@@ -136,3 +136,17 @@ def test_a_dropped_idle_connection_is_replaced_in_the_sync_pool(
         assert row.state is wai.JobState.AVAILABLE
         with client.pool.connection() as conn:
             assert _backend(conn) != dropped
+
+
+async def test_pooled_connections_keep_alive_unless_the_url_says_otherwise(
+    shared_database_url: str,
+) -> None:
+    async with wai.AsyncClient(shared_database_url) as client, client.pool.connection() as conn:
+        params = conn.info.get_parameters()
+    assert (params["keepalives"], params["keepalives_idle"]) == ("1", "10")
+    sep = "&" if "?" in shared_database_url else "?"
+    own = f"{shared_database_url}{sep}keepalives_idle=120"
+    async with wai.AsyncClient(own) as client, client.pool.connection() as conn:
+        params = conn.info.get_parameters()
+    assert params["keepalives_idle"] == "120"
+    assert "keepalives_count" not in params

@@ -1,8 +1,8 @@
-"""The LISTEN connection's TCP keepalives: set unless the URL sets its own."""
+"""TCP keepalives of pooled and LISTEN connections: set unless the URL sets its own."""
 
 from __future__ import annotations
 
-from wai.worker._notifier import keepalives
+from wai._connect import keepalives
 
 
 def test_a_url_without_keepalives_gets_them() -> None:
@@ -20,3 +20,7 @@ def test_a_url_without_keepalives_gets_them() -> None:
 def test_a_url_that_sets_any_keepalive_setting_is_left_alone() -> None:
     assert keepalives("postgresql://u@db/app?keepalives_idle=60") == {}
     assert keepalives("host=db dbname=app keepalives=0") == {}
+
+
+def test_a_url_psycopg_cannot_read_gets_none() -> None:
+    assert keepalives("postgresql://u@db/app?no_such_option=1") == {}

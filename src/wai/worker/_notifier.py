@@ -11,12 +11,12 @@ from typing import Any, cast
 
 import psycopg
 from psycopg import AsyncConnection, sql
-from psycopg.conninfo import conninfo_to_dict
 
+from wai._connect import keepalives
 from wai._logging import emit
 from wai._supervise import supervise
 
-__all__ = ["Notifier", "keepalives", "parse_cancel"]
+__all__ = ["Notifier", "parse_cancel"]
 
 logger = logging.getLogger("wai.worker")
 
@@ -180,17 +180,3 @@ class Notifier:
                 await asyncio.sleep(60.0)
                 continue
             return
-
-
-def keepalives(url: str) -> dict[str, Any]:
-    """TCP keepalive settings for a long-lived idle connection, unless ``url`` sets any:
-    probes after 10 s of silence, every 5 s, 4 unanswered ones close it."""
-    given = conninfo_to_dict(url)
-    if any(k.startswith("keepalives") for k in given):
-        return {}
-    return {
-        "keepalives": 1,
-        "keepalives_idle": 10,
-        "keepalives_interval": 5,
-        "keepalives_count": 4,
-    }
