@@ -5,10 +5,9 @@ longest, so a client making one request at a time cycles through every connectio
 pool holds. Each of them is a server process of its own, and a statement on a process
 that has just run one is cheaper than on one that has slept through the others' turns:
 a single insert at a time ran about 14 % faster on the connection returned last than
-cycling through two (``bench/insert_cost.py``). A stack also leaves the connections a
-burst opened idle at the bottom, where the pool's ``max_idle`` closes them, rather than
-keeping every one of them just warm enough to stay open. SQLAlchemy's ``pool_use_lifo``
-and node-postgres make the same choice.
+cycling through two (``bench/insert_cost.py``). SQLAlchemy's ``pool_use_lifo`` and
+node-postgres make the same choice. The pool still closes an unused connection per
+``max_idle`` (10 minutes) down to its minimum, whichever end it lends from.
 
 A connection at the bottom may sit idle for many minutes, long enough for a firewall, a
 load balancer or the server's ``idle_session_timeout`` to drop it, where a queue would have
